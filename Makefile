@@ -1,0 +1,32 @@
+# The two set-up commands of the README: `make lab` opens the course, `make test` runs the tests.
+# Both create .venv from nothing when it is missing.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: lab test venv release bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[course,dev]"
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab notebooks/
+
+# Regenerate the student notebooks in notebooks/ from the nbgrader sources in solutions/.
+release: $(STAMP)
+	$(BIN)/python -m autograder release --all
+
+bench: $(STAMP)
+	$(BIN)/python -m course_lib.bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

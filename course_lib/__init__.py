@@ -1,0 +1,48 @@
+"""course_lib: roofline performance modeling for ML systems, the library behind the course.
+
+>>> from course_lib import Hardware, Models, solve, serve, Q_
+>>> p = solve(Models.Llama3_8B, Hardware.H100, batch_size=1, precision="fp16")
+>>> p.bottleneck
+'memory-bound'
+
+Conventions (written once, here and in the README): 1 multiply-accumulate = 2 FLOPs (the
+vendors' convention for peaks); peaks are dense; GB = 10⁹ bytes, GiB = 2³⁰ bytes; every
+result is the pure roofline unless an efficiency or overhead knob was asked for.
+
+Plotting and widgets (matplotlib, ipywidgets) and units (pint) load on first use, so this
+import stays fast.
+"""
+from __future__ import annotations
+
+from .errors import CourseError, PrecisionError, UnitsError, UnknownNameError
+from .hardware import Hardware
+from .models import FLOPS_PER_MAC, Models
+from .precision import PRECISIONS, bytes_per_element
+from .roofline import solve
+from .serving import serve
+from .units import Q_
+from .analysis import crossover_batch, max_batch_size, speedup
+
+__version__ = "0.1.0"
+
+__all__ = ["Hardware", "Models", "solve", "serve", "plot_roofline", "Q_", "ureg",
+           "crossover_batch", "max_batch_size", "speedup", "FLOPS_PER_MAC", "PRECISIONS",
+           "bytes_per_element", "CourseError", "PrecisionError", "UnitsError",
+           "UnknownNameError", "roofline_explorer"]
+
+
+def __getattr__(name):
+    # matplotlib and ipywidgets cost ~0.5 s to import: only when a picture is asked for.
+    if name == "plot_roofline":
+        from .plots import plot_roofline
+
+        return plot_roofline
+    if name == "roofline_explorer":
+        from .widgets import roofline_explorer
+
+        return roofline_explorer
+    if name == "ureg":
+        from .units import registry
+
+        return registry()
+    raise AttributeError(f"module 'course_lib' has no attribute {name!r}")

@@ -1,0 +1,93 @@
+"""Questions the lessons ask of the solvers: how much faster, from what batch compute-bound,
+how many sequences fit."""
+from __future__ import annotations
+
+import math
+
+from .roofline import _sums, experts_touched, solve
+from .workloads import Knobs, check_batch, precisions, resolve
+
+
+def speedup(model, baseline, hardware, batch_size=1, precision="fp16", **kwargs) -> float:
+    """How many times faster `hardware` runs `model` than `baseline` (a plain float).
+
+    Memory-bound work speeds up by the bandwidth ratio, compute-bound work by the FLOP ratio:
+
+    >>> from course_lib import Models, Hardware
+    >>> round(speedup(Models.Llama3_8B, Hardware.A100, Hardware.H100), 2)   # 3.35 / 2.039
+    1.64
+    """
+    before = solve(model, baseline, batch_size, precision, **kwargs)
+    after = solve(model, hardware, batch_size, precision, **kwargs)
+    return before.latency_si / after.latency_si
+
+
+def crossover_batch(model, hardware, precision="fp16", *, weight_precision=None,
+                    activation_precision=None, kv_precision=None, context_tokens=None,
+                    compute_efficiency=1.0, memory_efficiency=1.0) -> float:
+    """The batch size B* (a real number) where t_compute = t_memory for the whole model.
+
+    Below B* the workload is memory-bound, above it compute-bound; ``math.ceil(B*)`` is the
+    first whole batch that is compute-bound. Solved exactly, not scanned: with F FLOPs and S
+    bytes per sample and W weight bytes, B*·F/peak = (W + B*·S)/BW gives
+    B* = (W/BW) / (F/peak − S/BW). Returns ``math.inf`` when per-sample traffic alone keeps
+    the work memory-bound (F/peak ≤ S/BW).
+
+    >>> from course_lib import Models, Hardware
+    >>> round(crossover_batch(Models.ResNet50, Hardware.A100), 1)
+    2.1
+    """
+    model, hardware = resolve(model, hardware)
+    prec = precisions(hardware, precision, weight_precision, activation_precision, kv_precision)
+    knobs = Knobs.make(compute_efficiency, memory_efficiency)
+    if context_tokens is not None:
+        check_batch(context_tokens, "context_tokens")
+    table = model.layer_table(context_tokens)
+    s = _sums(table)
+    bw_, ba_, bkv_ = prec.bytes
+    peak = hardware.peak_flops_si(prec.compute) * knobs.compute_efficiency
+    bw = hardware.memory_bandwidth_si * knobs.memory_efficiency
+    per_sample = (s["act"] * ba_ + s["kv"] * bkv_ + s["gathered"] * bw_) / bw
+    slope = s["flops"] / peak - per_sample
+    if slope <= 0:
+        return math.inf
+    if not s["w_moe"]:
+        return s["w_dense"] * bw_ / bw / slope
+
+    # MoE: weight traffic grows with the experts a batch touches; g(B) = t_c − t_m rises past 0
+    def g(b):
+        w = s["w_dense"] + s["w_moe"] * experts_touched(s["experts"], s["top_k"], b * table.tokens_per_sample)
+        return b * slope - w * bw_ / bw
+
+    lo, hi = 1e-9, 1.0
+    while g(hi) < 0:
+        hi *= 2
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if g(mid) < 0 else (lo, mid)
+    return hi
+
+
+def max_batch_size(model, hardware, context_tokens, precision="fp16", *, weight_precision=None,
+                   kv_precision=None, tp=1) -> int:
+    """The memory-capacity wall: most sequences of `context_tokens` whose KV cache fits beside
+    the weights (0 if the weights alone do not fit).
+
+    >>> from course_lib import Models, Hardware
+    >>> max_batch_size(Models.Llama3_8B, Hardware.H100, context_tokens=4096)   # (80e9 − 16.06e9) / (4096 · 131072)
+    119
+    """
+    from .serving import serve
+
+    s = serve(model, hardware, prompt_tokens=context_tokens, output_tokens=1, batch_size=1,
+              precision=precision, weight_precision=weight_precision, kv_precision=kv_precision,
+              tp=tp)
+    # serve counts prompt + output tokens of cache; the wall here is for exactly context_tokens
+    model, hardware = resolve(model, hardware)
+    prec = s.precisions
+    from .serving import _kv_shard
+
+    kv_seq = int(check_batch(context_tokens, "context_tokens")[0]) * model.kv_elements_per_token() \
+        * prec.bytes[2] * _kv_shard(model, tp)
+    room = hardware.memory_capacity_si - model.weight_bytes(prec.weights) / tp
+    return max(0, int(room // kv_seq)) if room > 0 else 0

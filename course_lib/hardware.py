@@ -1,0 +1,208 @@
+"""Hardware: peak FLOP/s per precision, memory bandwidth and capacity (lesson 1 onwards).
+
+>>> from course_lib import Hardware
+>>> hw = Hardware.A100
+>>> round(hw.ridge_point("fp16").m)          # 312e12 FLOP/s / 2.039e12 B/s
+153
+>>> Hardware.get("h100").name
+'NVIDIA H100 SXM5 80GB'
+
+The zoo's figures live in ``hardware_specs.py``, each with its source. Peaks are *dense*
+(no 2:4 sparsity) and count 1 multiply-accumulate as 2 FLOPs. A hand-built ``Hardware(...)``
+works everywhere a zoo entry does.
+"""
+from __future__ import annotations
+
+from .errors import PrecisionError, unknown_name
+from .precision import PRECISIONS, normalize
+from .units import Q_, to_si
+from .zoo import ZooMeta, normalize_key
+
+
+class Hardware(metaclass=ZooMeta):
+    """One accelerator (or CPU): the numbers a roofline needs.
+
+    Build your own with Quantities::
+
+        mine = Hardware(name="my GPU", peak_flops={"fp16": Q_(100, "TFLOP/s")},
+                        memory_bandwidth=Q_(1, "TB/s"), memory_capacity=Q_(24, "GB"))
+    """
+
+    def __init__(self, name, peak_flops, memory_bandwidth, memory_capacity=None,
+                 interconnect_bandwidth=None, link_latency=None, tdp=None, year=None,
+                 vendor=None, sources=None):
+        if not isinstance(peak_flops, dict) or not peak_flops:
+            raise TypeError(
+                "peak_flops must be a dict of precision -> peak, such as "
+                "{'fp16': Q_(312, 'TFLOP/s')}, got " f"{peak_flops!r}."
+            )
+        peaks = {normalize(p): to_si(v, "flop_rate", f"peak_flops[{p!r}]")
+                 for p, v in peak_flops.items()}
+        self._init(
+            name=str(name),
+            peaks=peaks,
+            bandwidth=to_si(memory_bandwidth, "bandwidth", "memory_bandwidth"),
+            capacity=None if memory_capacity is None
+            else to_si(memory_capacity, "bytes", "memory_capacity"),
+            link_bandwidth=None if interconnect_bandwidth is None
+            else to_si(interconnect_bandwidth, "bandwidth", "interconnect_bandwidth"),
+            link_latency=None if link_latency is None
+            else to_si(link_latency, "time", "link_latency"),
+            tdp=None if tdp is None else to_si(tdp, "power", "tdp"),
+            year=year, vendor=vendor, sources=dict(sources or {}), key=None,
+        )
+
+    def _init(self, *, name, peaks, bandwidth, capacity, link_bandwidth, link_latency,
+              tdp, year, vendor, sources, key, interconnect=None):
+        for p, v in peaks.items():
+            if not v > 0:
+                raise ValueError(f"peak_flops[{p!r}] must be positive, got {v}.")
+        if not bandwidth > 0:
+            raise ValueError(f"memory_bandwidth must be positive, got {bandwidth} B/s.")
+        if capacity is not None and not capacity > 0:
+            raise ValueError(f"memory_capacity must be positive, got {capacity} B.")
+        self.name = name
+        self.key = key
+        self.year = year
+        self.vendor = vendor
+        self.interconnect = interconnect
+        self.sources = sources
+        self._peaks = dict(peaks)
+        # plain SI floats, for the solvers
+        self.memory_bandwidth_si = float(bandwidth)
+        self.memory_capacity_si = None if capacity is None else float(capacity)
+        self.interconnect_bandwidth_si = None if link_bandwidth is None else float(link_bandwidth)
+        self.link_latency_si = None if link_latency is None else float(link_latency)
+        self.tdp_si = None if tdp is None else float(tdp)
+
+    @classmethod
+    def _from_spec(cls, key, spec):
+        hw = cls.__new__(cls)
+        hw._init(
+            name=spec["name"], peaks=spec["peak_flops"], bandwidth=spec["memory_bandwidth"],
+            capacity=spec.get("memory_capacity"),
+            link_bandwidth=spec.get("interconnect_bandwidth"),
+            link_latency=spec.get("link_latency"), tdp=spec.get("tdp"),
+            year=spec.get("year"), vendor=spec.get("vendor"),
+            sources=spec.get("sources", {}), key=key, interconnect=spec.get("interconnect"),
+        )
+        return hw
+
+    # ---- zoo -------------------------------------------------------------------------
+    @staticmethod
+    def names() -> list[str]:
+        """The zoo's names, e.g. ``['A100', 'A100_40GB', ...]``."""
+        return list(_zoo())
+
+    @staticmethod
+    def get(name: str) -> "Hardware":
+        """A zoo entry by name, case-insensitive: ``Hardware.get("a100")``."""
+        if isinstance(name, Hardware):
+            return name
+        zoo = _zoo()
+        key = _lookup().get(normalize_key(name))
+        if key is None:
+            raise unknown_name("hardware", name, zoo)
+        return zoo[key]
+
+    @staticmethod
+    def all() -> list["Hardware"]:
+        """Every zoo entry, in the zoo's order."""
+        return list(_zoo().values())
+
+    # ---- figures as Quantities ---------------------------------------------------------
+    @property
+    def precisions(self) -> tuple[str, ...]:
+        """Precisions this chip has a dense peak for, in the course's order."""
+        return tuple(p for p in PRECISIONS if p in self._peaks)
+
+    def peak_flops_si(self, precision: str) -> float:
+        """Dense peak in FLOP/s as a float; a precision the chip lacks raises PrecisionError."""
+        p = normalize(precision)
+        try:
+            return self._peaks[p]
+        except KeyError:
+            raise PrecisionError(
+                f"{self.name} has no {p} peak (no silent fallback to another precision). "
+                f"It has: {', '.join(self.precisions)}."
+            ) from None
+
+    def peak_flops(self, precision: str):
+        """Dense peak FLOP/s at `precision`, as a Quantity in TFLOP/s."""
+        return Q_(self.peak_flops_si(precision) / 1e12, "TFLOP/s")
+
+    @property
+    def memory_bandwidth(self):
+        """Main-memory bandwidth (datasheet), in TB/s."""
+        return Q_(self.memory_bandwidth_si / 1e12, "TB/s")
+
+    @property
+    def memory_capacity(self):
+        """Main-memory capacity in GB (decimal), or None if unknown."""
+        c = self.memory_capacity_si
+        return None if c is None else Q_(c / 1e9, "GB")
+
+    @property
+    def interconnect_bandwidth(self):
+        """Scale-up link bandwidth per direction in GB/s, or None."""
+        b = self.interconnect_bandwidth_si
+        return None if b is None else Q_(b / 1e9, "GB/s")
+
+    @property
+    def link_latency(self):
+        """Per-hop latency of the scale-up link in µs, or None."""
+        t = self.link_latency_si
+        return None if t is None else Q_(t * 1e6, "us")
+
+    @property
+    def tdp(self):
+        return None if self.tdp_si is None else Q_(self.tdp_si, "W")
+
+    def ridge_point_si(self, precision: str) -> float:
+        return self.peak_flops_si(precision) / self.memory_bandwidth_si
+
+    def ridge_point(self, precision: str):
+        """Peak FLOP/s ÷ bandwidth: the intensity above which work is compute-bound."""
+        return Q_(self.ridge_point_si(precision), "FLOP/byte")
+
+    def describe(self) -> str:
+        """The chip's figures with their sources, one per line."""
+        lines = [f"{self.name}" + (f" ({self.year})" if self.year else "")]
+        for p in self.precisions:
+            lines.append(f"  peak {p:5s} {self._peaks[p] / 1e12:10.1f} TFLOP/s (dense)")
+        lines.append(f"  memory bandwidth {self.memory_bandwidth_si / 1e12:.3f} TB/s")
+        if self.memory_capacity_si:
+            lines.append(f"  memory capacity  {self.memory_capacity_si / 1e9:.0f} GB")
+        if self.interconnect_bandwidth_si:
+            lines.append(f"  interconnect     {self.interconnect_bandwidth_si / 1e9:.0f} GB/s per direction")
+        for what, src in self.sources.items():
+            lines.append(f"  source[{what}]: {src}")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        peaks = ", ".join(f"{p}={v / 1e12:g}T" for p, v in self._peaks.items())
+        return (f"Hardware({self.name!r}, peaks[FLOP/s]: {peaks}, "
+                f"bandwidth={self.memory_bandwidth_si / 1e12:g} TB/s"
+                + (f", capacity={self.memory_capacity_si / 1e9:g} GB)" if self.memory_capacity_si else ")"))
+
+
+_ZOO: dict[str, Hardware] | None = None
+_LOOKUP: dict[str, str] | None = None
+
+
+def _zoo() -> dict[str, Hardware]:
+    global _ZOO, _LOOKUP
+    if _ZOO is None:
+        from .hardware_specs import SPECS
+
+        _ZOO = {k: Hardware._from_spec(k, s) for k, s in SPECS.items()}
+        _LOOKUP = {}
+        for k, s in SPECS.items():
+            for alias in (k, *s.get("aliases", ())):
+                _LOOKUP[normalize_key(alias)] = k
+    return _ZOO
+
+
+def _lookup() -> dict[str, str]:
+    _zoo()
+    return _LOOKUP

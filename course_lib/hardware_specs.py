@@ -1,0 +1,428 @@
+"""The hardware zoo as plain data: one dict per chip, every figure with its source.
+
+Conventions (read these before using a number):
+
+* ``peak_flops`` holds **dense** peaks in FLOP/s (ops/s for int8/int4). Vendor sheets often
+  print the 2:4 structured-sparsity figure in the headline; where they do, the dense figure
+  here is half of it and the source string says so.
+* Vendors count one multiply-accumulate (MAC) as **2 FLOPs**; so does this file.
+* ``fp32`` is the ordinary (non-tensor-core) FP32 peak on GPUs.
+* Only precisions the chip has a published (or derivable) peak for are listed. Asking the
+  course library for any other precision is an error, never a silent fallback.
+* ``memory_bandwidth`` is the datasheet main-memory bandwidth in bytes/s; sustained
+  bandwidth is lower (see ``measurements.py``).
+* ``memory_capacity`` is in bytes, decimal GB as the datasheet prints it.
+* ``interconnect_bandwidth`` is the scale-up link bandwidth **per direction**, summed over
+  the chip's links, in bytes/s. NVLink figures are usually quoted as bidirectional totals
+  (A100 600 GB/s, H100 900 GB/s); per direction is half. ``None`` when there is no scale-up
+  link (PCIe-only cards, SoCs, CPUs).
+* ``link_latency`` is an order-of-magnitude per-hop latency in seconds; vendors do not
+  publish one, so it is an assumption and its source says so.
+* ``tdp`` in watts; ``None`` where the vendor publishes none.
+
+Standard library only: ``hardware.py`` turns these dicts into ``Hardware`` objects.
+"""
+
+_NVLINK_LATENCY_SRC = (
+    "Not a datasheet figure: order of magnitude (~1 us) of GPU-to-GPU peer latency as "
+    "measured by CUDA's p2pBandwidthLatencyTest-style microbenchmarks over NVLink; "
+    "an assumption for the alpha term of the alpha-beta communication model"
+)
+
+SPECS = {
+    # ------------------------------------------------------------------ NVIDIA Volta
+    "V100": {
+        "name": "NVIDIA V100 SXM2 32GB",
+        "aliases": ("V100_32GB", "V100_SXM2", "Tesla_V100"),
+        "vendor": "NVIDIA",
+        "year": 2018,  # the 32 GB SXM2 part; the 16 GB V100 launched in 2017
+        "peak_flops": {"fp32": 15.7e12, "fp16": 125e12},
+        "memory_bandwidth": 900e9,
+        "memory_capacity": 32e9,
+        "interconnect_bandwidth": 150e9,
+        "interconnect": "NVLink 2",
+        "link_latency": 1e-6,
+        "tdp": 300,
+        "sources": {
+            "peak_flops": "NVIDIA Tesla V100 GPU datasheet (2018), SXM2 column: single "
+                          "precision 15.7 TFLOPS, tensor performance 125 TFLOPS (fp16 "
+                          "multiply, fp32 accumulate; Volta has no sparsity, so this is "
+                          "dense). Volta tensor cores have no bf16/int8 tensor modes.",
+            "memory_bandwidth": "NVIDIA Tesla V100 GPU datasheet (2018): HBM2 900 GB/s",
+            "memory_capacity": "NVIDIA Tesla V100 GPU datasheet (2018): 32 GB HBM2 variant",
+            "interconnect_bandwidth": "NVIDIA Tesla V100 GPU datasheet (2018): NVLink "
+                                      "300 GB/s (bidirectional total over 6 links); "
+                                      "divided by 2 for per-direction = 150 GB/s",
+            "link_latency": _NVLINK_LATENCY_SRC,
+            "tdp": "NVIDIA Tesla V100 GPU datasheet (2018), SXM2: max power 300 W",
+        },
+    },
+    # ------------------------------------------------------------------ NVIDIA Ampere
+    "A100": {
+        "name": "NVIDIA A100 SXM 80GB",
+        "aliases": ("A100_80GB", "A100_SXM", "A100_SXM_80GB"),
+        "vendor": "NVIDIA",
+        "year": 2020,
+        "peak_flops": {"fp32": 19.5e12, "tf32": 156e12, "fp16": 312e12, "bf16": 312e12,
+                       "int8": 624e12, "int4": 1248e12},
+        "memory_bandwidth": 2.039e12,
+        "memory_capacity": 80e9,
+        "interconnect_bandwidth": 300e9,
+        "interconnect": "NVLink 3",
+        "link_latency": 1e-6,
+        "tdp": 400,
+        "sources": {
+            "peak_flops": "NVIDIA A100 Tensor Core GPU datasheet (2021), SXM column; the "
+                          "sheet prints dense and with-sparsity figures side by side "
+                          "(TF32 156/312, FP16 312/624, INT8 624/1248, INT4 1248/2496): "
+                          "the dense ones are used. FP32 19.5 TFLOPS (non-tensor). "
+                          "No fp8 on Ampere.",
+            "memory_bandwidth": "NVIDIA A100 Tensor Core GPU datasheet (2021), A100 80GB "
+                                "SXM: HBM2e 2,039 GB/s",
+            "memory_capacity": "NVIDIA A100 Tensor Core GPU datasheet (2021): 80 GB HBM2e",
+            "interconnect_bandwidth": "NVIDIA A100 datasheet (2021): NVLink 600 GB/s "
+                                      "(bidirectional total, 12 links); divided by 2 for "
+                                      "per-direction = 300 GB/s",
+            "link_latency": _NVLINK_LATENCY_SRC,
+            "tdp": "NVIDIA A100 Tensor Core GPU datasheet (2021), SXM: max TDP 400 W",
+        },
+    },
+    "A100_40GB": {
+        "name": "NVIDIA A100 SXM 40GB",
+        "aliases": ("A100_SXM_40GB",),
+        "vendor": "NVIDIA",
+        "year": 2020,
+        "peak_flops": {"fp32": 19.5e12, "tf32": 156e12, "fp16": 312e12, "bf16": 312e12,
+                       "int8": 624e12, "int4": 1248e12},
+        "memory_bandwidth": 1.555e12,
+        "memory_capacity": 40e9,
+        "interconnect_bandwidth": 300e9,
+        "interconnect": "NVLink 3",
+        "link_latency": 1e-6,
+        "tdp": 400,
+        "sources": {
+            "peak_flops": "NVIDIA A100 Tensor Core GPU datasheet (2021), SXM column "
+                          "(same chip as the 80 GB part): dense figures TF32 156, "
+                          "FP16/BF16 312, INT8 624, INT4 1248 (with-sparsity figures are "
+                          "double); FP32 19.5 TFLOPS non-tensor",
+            "memory_bandwidth": "NVIDIA A100 Tensor Core GPU datasheet (2021), A100 40GB: "
+                                "HBM2 1,555 GB/s",
+            "memory_capacity": "NVIDIA A100 Tensor Core GPU datasheet (2021): 40 GB HBM2",
+            "interconnect_bandwidth": "NVIDIA A100 datasheet (2021): NVLink 600 GB/s "
+                                      "bidirectional total; divided by 2 for "
+                                      "per-direction = 300 GB/s",
+            "link_latency": _NVLINK_LATENCY_SRC,
+            "tdp": "NVIDIA A100 Tensor Core GPU datasheet (2021), SXM: max TDP 400 W",
+        },
+    },
+    # ------------------------------------------------------------------ NVIDIA Hopper
+    "H100": {
+        "name": "NVIDIA H100 SXM5 80GB",
+        "aliases": ("H100_SXM", "H100_SXM5", "H100_80GB"),
+        "vendor": "NVIDIA",
+        "year": 2022,
+        "peak_flops": {"fp32": 66.9e12, "tf32": 494.7e12, "fp16": 989.4e12,
+                       "bf16": 989.4e12, "fp8": 1978.9e12, "int8": 1978.9e12},
+        "memory_bandwidth": 3.35e12,
+        "memory_capacity": 80e9,
+        "interconnect_bandwidth": 450e9,
+        "interconnect": "NVLink 4",
+        "link_latency": 1e-6,
+        "tdp": 700,
+        "sources": {
+            "peak_flops": "NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022), "
+                          "H100 SXM5 column, dense figures: FP32 66.9, TF32 494.7, "
+                          "FP16/BF16 989.4, FP8 1978.9 TFLOPS, INT8 1978.9 TOPS. The "
+                          "H100 datasheet (2023) headline figures (TF32 989, FP16 1979, "
+                          "FP8 3958) are with 2:4 sparsity; dense = half. No int4 "
+                          "tensor mode on Hopper.",
+            "memory_bandwidth": "NVIDIA H100 Tensor Core GPU datasheet (2023), SXM "
+                                "column: HBM3 3.35 TB/s",
+            "memory_capacity": "NVIDIA H100 Tensor Core GPU datasheet (2023), SXM: 80 GB",
+            "interconnect_bandwidth": "NVIDIA H100 datasheet (2023), SXM: NVLink 900 GB/s "
+                                      "(bidirectional total, 18 links); divided by 2 for "
+                                      "per-direction = 450 GB/s",
+            "link_latency": _NVLINK_LATENCY_SRC,
+            "tdp": "NVIDIA H100 Tensor Core GPU datasheet (2023), SXM: max TDP up to 700 W "
+                   "(configurable)",
+        },
+    },
+    "H100_PCIe": {
+        "name": "NVIDIA H100 PCIe 80GB",
+        "aliases": ("H100_PCIE_80GB",),
+        "vendor": "NVIDIA",
+        "year": 2022,
+        "peak_flops": {"fp32": 51.2e12, "tf32": 378e12, "fp16": 756e12, "bf16": 756e12,
+                       "fp8": 1513e12, "int8": 1513e12},
+        "memory_bandwidth": 2.0e12,
+        "memory_capacity": 80e9,
+        "interconnect_bandwidth": 300e9,
+        "interconnect": "NVLink 4 bridge (pairs of cards)",
+        "link_latency": 1e-6,
+        "tdp": 350,
+        "sources": {
+            "peak_flops": "NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022), "
+                          "H100 PCIe column, dense figures: FP32 51.2, TF32 378, "
+                          "FP16/BF16 756, FP8 1513 TFLOPS, INT8 1513 TOPS (the datasheet "
+                          "headline TF32 756 / FP16 1513 / FP8 3026 are with sparsity; "
+                          "dense = half)",
+            "memory_bandwidth": "NVIDIA H100 Tensor Core GPU datasheet (2023), PCIe "
+                                "column: 2 TB/s (HBM2e)",
+            "memory_capacity": "NVIDIA H100 Tensor Core GPU datasheet (2023), PCIe: 80 GB",
+            "interconnect_bandwidth": "NVIDIA H100 datasheet (2023), PCIe: NVLink bridge "
+                                      "600 GB/s (bidirectional total); divided by 2 for "
+                                      "per-direction = 300 GB/s. Without a bridge the card "
+                                      "only has PCIe Gen5 (128 GB/s total, 64 per direction)",
+            "link_latency": _NVLINK_LATENCY_SRC,
+            "tdp": "NVIDIA H100 Tensor Core GPU datasheet (2023), PCIe: max TDP 300-350 W "
+                   "(configurable); upper end used",
+        },
+    },
+    "H200": {
+        "name": "NVIDIA H200 SXM 141GB",
+        "aliases": ("H200_SXM", "H200_141GB"),
+        "vendor": "NVIDIA",
+        "year": 2024,
+        "peak_flops": {"fp32": 66.9e12, "tf32": 494.7e12, "fp16": 989.4e12,
+                       "bf16": 989.4e12, "fp8": 1978.9e12, "int8": 1978.9e12},
+        "memory_bandwidth": 4.8e12,
+        "memory_capacity": 141e9,
+        "interconnect_bandwidth": 450e9,
+        "interconnect": "NVLink 4",
+        "link_latency": 1e-6,
+        "tdp": 700,
+        "sources": {
+            "peak_flops": "NVIDIA H200 Tensor Core GPU datasheet (2024), SXM column: same "
+                          "GH100 compute as H100 SXM. Its headline TF32 989 / FP16 1979 / "
+                          "FP8 3958 are with sparsity; dense = half, taken at the exact "
+                          "H100 SXM5 whitepaper values (494.7 / 989.4 / 1978.9); FP32 67 "
+                          "(66.9 in the whitepaper)",
+            "memory_bandwidth": "NVIDIA H200 Tensor Core GPU datasheet (2024), SXM: HBM3e "
+                                "4.8 TB/s",
+            "memory_capacity": "NVIDIA H200 Tensor Core GPU datasheet (2024): 141 GB HBM3e",
+            "interconnect_bandwidth": "NVIDIA H200 datasheet (2024), SXM: NVLink 900 GB/s "
+                                      "bidirectional total; divided by 2 for "
+                                      "per-direction = 450 GB/s",
+            "link_latency": _NVLINK_LATENCY_SRC,
+            "tdp": "NVIDIA H200 Tensor Core GPU datasheet (2024), SXM: max TDP up to 700 W",
+        },
+    },
+    # ------------------------------------------------------------------ NVIDIA Blackwell
+    "B200": {
+        "name": "NVIDIA B200 (HGX B200, 180GB)",
+        "aliases": ("B200_SXM", "HGX_B200"),
+        "vendor": "NVIDIA",
+        "year": 2024,
+        "peak_flops": {"fp32": 75e12, "tf32": 1.1e15, "fp16": 2.25e15, "bf16": 2.25e15,
+                       "fp8": 4.5e15, "int8": 4.5e15, "fp4": 9e15},
+        "memory_bandwidth": 8e12,
+        "memory_capacity": 180e9,
+        "interconnect_bandwidth": 900e9,
+        "interconnect": "NVLink 5",
+        "link_latency": 1e-6,
+        "tdp": 1000,
+        "sources": {
+            "peak_flops": "NVIDIA HGX B200 datasheet (2024), 8-GPU totals divided by 8; "
+                          "the sheet's tensor figures are with sparsity, dense = half: "
+                          "TF32 2.2 -> 1.1 PFLOPS, FP16/BF16 4.5 -> 2.25, FP8 9 -> 4.5, "
+                          "INT8 9 -> 4.5 POPS, FP4 18 -> 9. FP32 600 TFLOPS / 8 = 75 "
+                          "(NVIDIA's Blackwell material also quotes 80 for other clocks; "
+                          "75 chosen). GB200 (1200 W) parts are faster; not this entry.",
+            "memory_bandwidth": "NVIDIA HGX B200 datasheet (2024): HBM3e 8 TB/s per GPU "
+                                "(64 TB/s per 8-GPU board / 8)",
+            "memory_capacity": "NVIDIA DGX B200 datasheet (2024): 1,440 GB total GPU "
+                               "memory / 8 GPUs = 180 GB usable per GPU (MLPerf system "
+                               "files also list 'B200-SXM-180GB'); press material says "
+                               "192 GB, the raw HBM stack size. 180 GB chosen.",
+            "interconnect_bandwidth": "NVIDIA HGX B200 datasheet (2024): NVLink 5 1.8 TB/s "
+                                      "per GPU (bidirectional total, 18 links); divided by "
+                                      "2 for per-direction = 900 GB/s",
+            "link_latency": _NVLINK_LATENCY_SRC,
+            "tdp": "NVIDIA HGX B200 (2024): up to 1,000 W per GPU (MLPerf system notes: "
+                   "'B200 TGP 1000W')",
+        },
+    },
+    # ------------------------------------------------------------------ AMD
+    "MI300X": {
+        "name": "AMD Instinct MI300X (OAM, 192GB)",
+        "aliases": ("MI300", "Instinct_MI300X"),
+        "vendor": "AMD",
+        "year": 2023,
+        "peak_flops": {"fp32": 81.7e12, "tf32": 653.7e12, "fp16": 1307.4e12,
+                       "bf16": 1307.4e12, "fp8": 2614.9e12, "int8": 2614.9e12},
+        "memory_bandwidth": 5.3e12,
+        "memory_capacity": 192e9,
+        "interconnect_bandwidth": 448e9,
+        "interconnect": "Infinity Fabric (xGMI), 7 links",
+        "link_latency": 1e-6,
+        "tdp": 750,
+        "sources": {
+            "peak_flops": "AMD Instinct MI300X accelerator datasheet (2023): dense matrix "
+                          "peaks TF32 653.7, FP16/BF16 1307.4, FP8 2614.9 TFLOPS, INT8 "
+                          "2614.9 TOPS (the sheet's with-sparsity figures are double: "
+                          "1307.4 / 2614.9 / 5229.8 / 5229.8). FP32 81.7 TFLOPS is the "
+                          "vector (non-matrix) peak; the FP32 matrix peak is 163.4.",
+            "memory_bandwidth": "AMD Instinct MI300X datasheet (2023): HBM3 5.3 TB/s peak",
+            "memory_capacity": "AMD Instinct MI300X datasheet (2023): 192 GB HBM3",
+            "interconnect_bandwidth": "AMD Instinct MI300X datasheet (2023): 7 Infinity "
+                                      "Fabric links of 128 GB/s peak each, bidirectional "
+                                      "(896 GB/s aggregate peer-to-peer); per direction "
+                                      "7 x 64 = 448 GB/s (divided by 2)",
+            "link_latency": "Not a datasheet figure: order-of-magnitude (~1 us) assumption "
+                            "for GPU-to-GPU peer latency over xGMI, as for NVLink",
+            "tdp": "AMD Instinct MI300X datasheet (2023): 750 W peak board power",
+        },
+    },
+    # ------------------------------------------------------------------ inference cards
+    "L4": {
+        "name": "NVIDIA L4 24GB",
+        "aliases": ("L4_24GB",),
+        "vendor": "NVIDIA",
+        "year": 2023,
+        "peak_flops": {"fp32": 30.3e12, "tf32": 60e12, "fp16": 121e12, "bf16": 121e12,
+                       "fp8": 242.5e12, "int8": 242.5e12},
+        "memory_bandwidth": 300e9,
+        "memory_capacity": 24e9,
+        "interconnect_bandwidth": None,
+        "interconnect": None,
+        "link_latency": None,
+        "tdp": 72,
+        "sources": {
+            "peak_flops": "NVIDIA L4 Tensor Core GPU datasheet (2023): FP32 30.3 TFLOPS; "
+                          "tensor figures printed only with sparsity (TF32 120, FP16/BF16 "
+                          "242, FP8 485, INT8 485 TOPS); dense = half: 60, 121, 242.5, "
+                          "242.5. The datasheet gives no int4 figure, so none is listed.",
+            "memory_bandwidth": "NVIDIA L4 datasheet (2023): GDDR6 300 GB/s",
+            "memory_capacity": "NVIDIA L4 datasheet (2023): 24 GB GDDR6",
+            "interconnect_bandwidth": "NVIDIA L4 datasheet (2023): no NVLink; PCIe Gen4 "
+                                      "x16 only, so no scale-up link (None)",
+            "link_latency": "No scale-up link (PCIe only), so None",
+            "tdp": "NVIDIA L4 datasheet (2023): max thermal design power 72 W",
+        },
+    },
+    "T4": {
+        "name": "NVIDIA T4 16GB",
+        "aliases": ("Tesla_T4", "T4_16GB"),
+        "vendor": "NVIDIA",
+        "year": 2018,
+        "peak_flops": {"fp32": 8.1e12, "fp16": 65e12, "int8": 130e12, "int4": 260e12},
+        "memory_bandwidth": 320e9,
+        "memory_capacity": 16e9,
+        "interconnect_bandwidth": None,
+        "interconnect": None,
+        "link_latency": None,
+        "tdp": 70,
+        "sources": {
+            "peak_flops": "NVIDIA T4 Tensor Core GPU datasheet (2019): single precision "
+                          "8.1 TFLOPS, mixed precision (FP16/FP32) 65 TFLOPS, INT8 130 "
+                          "TOPS, INT4 260 TOPS. Turing has no structured sparsity, so "
+                          "these are dense. No bf16/tf32 on Turing.",
+            "memory_bandwidth": "NVIDIA T4 datasheet (2019): GDDR6 320+ GB/s; 320 GB/s used",
+            "memory_capacity": "NVIDIA T4 datasheet (2019): 16 GB GDDR6",
+            "interconnect_bandwidth": "NVIDIA T4 datasheet (2019): PCIe Gen3 x16 only, no "
+                                      "NVLink, so no scale-up link (None)",
+            "link_latency": "No scale-up link (PCIe only), so None",
+            "tdp": "NVIDIA T4 datasheet (2019): max power 70 W",
+        },
+    },
+    # ------------------------------------------------------------------ Google
+    "TPUv5e": {
+        "name": "Google Cloud TPU v5e (per chip)",
+        "aliases": ("TPU_v5e", "v5e", "v5litepod"),
+        "vendor": "Google",
+        "year": 2023,
+        "peak_flops": {"bf16": 197e12, "int8": 393e12},
+        "memory_bandwidth": 819e9,
+        "memory_capacity": 16e9,
+        "interconnect_bandwidth": 200e9,
+        "interconnect": "ICI, 4 ports per chip, 2D torus",
+        "link_latency": 1e-6,
+        "tdp": None,
+        "sources": {
+            "peak_flops": "Google Cloud TPU documentation, 'TPU v5e' page (system "
+                          "architecture table): peak compute per chip bf16 197 TFLOPs, "
+                          "Int8 393 TOPs (no sparsity involved)",
+            "memory_bandwidth": "Google Cloud TPU docs, 'TPU v5e': HBM2 16 GB, 819 GBps "
+                                "(a later revision of the page prints '800 GiBps'; the "
+                                "819 GB/s figure is used)",
+            "memory_capacity": "Google Cloud TPU docs, 'TPU v5e': HBM2 capacity 16 GB "
+                               "per chip",
+            "interconnect_bandwidth": "Google Cloud TPU docs, 'TPU v5e': bidirectional ICI "
+                                      "bandwidth per chip 400 GBps (older revision: "
+                                      "'Interchip Interconnect BW 1600 Gbps' = 200 GB/s, "
+                                      "the same figure one way); divided by 2 for "
+                                      "per-direction = 200 GB/s, summed over 4 ICI ports",
+            "link_latency": "Not published by Google: order-of-magnitude (~1 us) "
+                            "assumption for one ICI hop including software overhead",
+            "tdp": "Google publishes no per-chip TDP for TPU v5e, so None",
+        },
+    },
+    # ------------------------------------------------------------------ edge
+    "JetsonAGXOrin": {
+        "name": "NVIDIA Jetson AGX Orin 64GB (GPU only, MAXN)",
+        "aliases": ("Jetson_AGX_Orin", "Orin", "AGX_Orin"),
+        "vendor": "NVIDIA",
+        "year": 2022,
+        "peak_flops": {"fp32": 5.3e12, "fp16": 42.5e12, "int8": 85e12},
+        "memory_bandwidth": 204.8e9,
+        "memory_capacity": 64e9,
+        "interconnect_bandwidth": None,
+        "interconnect": None,
+        "link_latency": None,
+        "tdp": 60,
+        "sources": {
+            "peak_flops": "NVIDIA Jetson AGX Orin Series Technical Brief (v1.2, 2022): "
+                          "Ampere GPU with 2048 CUDA cores / 64 tensor cores, 5.3 FP32 "
+                          "TFLOPS and 170 sparse INT8 TOPS. The 275 TOPS headline adds the "
+                          "two DLAs (105 sparse TOPS) and counts sparsity, so it is not "
+                          "used. Derived: dense INT8 = 170 / 2 = 85 TOPS; dense FP16 = "
+                          "INT8 / 2 = 42.5 TFLOPS (Ampere tensor cores run int8 at twice "
+                          "the fp16 rate), consistent with 64 TC x 1.3 GHz x 512 FLOP/clk "
+                          "= 42.6 TFLOPS.",
+            "memory_bandwidth": "NVIDIA Jetson AGX Orin 64GB module datasheet (2022): "
+                                "256-bit LPDDR5, 204.8 GB/s (shared with the CPU)",
+            "memory_capacity": "NVIDIA Jetson AGX Orin 64GB module datasheet (2022): 64 GB "
+                               "LPDDR5, shared between CPU and GPU",
+            "interconnect_bandwidth": "System-on-module with no chip-to-chip scale-up "
+                                      "link, so None",
+            "link_latency": "No scale-up link, so None",
+            "tdp": "NVIDIA Jetson AGX Orin 64GB module datasheet (2022): configurable "
+                   "15 W - 60 W; 60 W (MAXN) used, module power",
+        },
+    },
+    # ------------------------------------------------------------------ CPU
+    "LaptopCPU": {
+        "name": "Illustrative laptop CPU (generic: 8 cores AVX2 @ 3 GHz, DDR5-5600 x2)",
+        "aliases": ("Laptop", "CPU", "Laptop_CPU"),
+        "vendor": "generic (illustrative, not a real product)",
+        "year": 2023,
+        "peak_flops": {"fp32": 768e9},
+        "memory_bandwidth": 89.6e9,
+        "memory_capacity": 16e9,
+        "interconnect_bandwidth": None,
+        "interconnect": None,
+        "link_latency": None,
+        "tdp": 45,
+        "sources": {
+            "peak_flops": "Illustrative, computed from cores x clock: 8 cores x 3.0e9 "
+                          "cycles/s x 2 FMA units x 8 fp32 lanes (256-bit AVX2) x 2 FLOPs "
+                          "per FMA = 768 GFLOP/s. fp32 only: AVX2 has no native fp16/bf16 "
+                          "FMA, and int8 dot products (AVX-VNNI) vary by part, so no "
+                          "other peak is claimed.",
+            "memory_bandwidth": "Illustrative, computed: DDR5-5600 = 5600e6 transfers/s x "
+                                "8 bytes per 64-bit channel x 2 channels = 89.6 GB/s",
+            "memory_capacity": "Illustrative: 16 GB, a common laptop configuration",
+            "interconnect_bandwidth": "A single CPU socket has no scale-up accelerator "
+                                      "link, so None",
+            "link_latency": "No scale-up link, so None",
+            "tdp": "Illustrative: 45 W, a typical performance-laptop CPU power class",
+        },
+    },
+}
+
+# Fields every entry carries, and the figures that must each have a source string.
+FIELDS = ("name", "vendor", "year", "peak_flops", "memory_bandwidth", "memory_capacity",
+          "interconnect_bandwidth", "interconnect", "link_latency", "tdp", "sources")
+SOURCED_FIGURES = ("peak_flops", "memory_bandwidth", "memory_capacity",
+                   "interconnect_bandwidth", "link_latency", "tdp")
+ALLOWED_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "fp4", "int8", "int4")

@@ -1,0 +1,150 @@
+"""Published measurements that the course's roofline models are checked against.
+
+None of these numbers were produced by the course: each row is copied from a public source,
+with the exact setting it was measured in. The rule for using them:
+
+    A roofline is a **bound**. The modelled time must never exceed a measured time
+    (a modelled throughput must never fall below a measured one). A measurement that beats
+    the bound means a spec or a formula is wrong: fix the spec or the formula, never the check.
+
+Values are in SI units: tokens/s, seconds, samples/s, bytes/s, FLOP/s.
+
+>>> len(find(kind="stream"))
+5
+>>> find(kind="llm_decode", model="Llama2_7B", precision="bf16", tp=1)[0].value
+104.9
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One published measurement and the setting it was taken in."""
+
+    kind: str            # "llm_decode" | "cnn_inference" | "stream" | "gemm"
+    hardware: str        # SPECS key, e.g. "A100"
+    model: str | None    # "Llama2_7B", "Llama2_70B", "ResNet50"; None for stream/gemm
+    precision: str       # weight precision ("bf16", "int8", "int4", "fp16"); "n/a" for stream
+    batch_size: int      # 1 where not applicable (stream, gemm: see shape)
+    tp: int              # GPUs in tensor parallel (1 if single GPU)
+    quantity: str        # "tokens_per_second" | "latency" | "throughput" | "bandwidth" | "flops"
+    value: float         # SI units
+    setting: str         # the exact setting in words
+    source: str          # where the number comes from
+    shape: tuple = ()    # gemm: (M, N, K); empty otherwise
+
+
+_GPT_FAST = "pytorch-labs/gpt-fast README"
+_RN50 = ("NVIDIA DeepLearningExamples, PaddlePaddle ResNet50 v1.5 README "
+         "(inference performance, Paddle-TRT)")
+_STREAM = "RRZE-HPC gpu-benches, gpu-stream (best over occupancy)"
+_LLMCOMPASS = "PrincetonUniversity/LLMCompass artifact (GEMM measured on A100 80GB)"
+
+_DECODE_1GPU = ("bs 1 (one sequence), 5-token prompt, torch.compile; A100 SXM 80GB "
+                "power-limited to 330 W (README: ~1700 GB/s empirical peak bandwidth)")
+
+
+def _decode_1gpu():
+    rows = [
+        # model, precision, tokens/s, extra words
+        ("Llama2_7B", "bf16", 104.9, "bf16 weights; achieved bandwidth 1397 GB/s (their figure)"),
+        ("Llama2_7B", "int8", 155.58, "int8 weight-only quantization; achieved bandwidth "
+                                      "1069 GB/s (their figure)"),
+        ("Llama2_7B", "int4", 196.80, "int4 weight-only quantization, group size 32; "
+                                      "achieved bandwidth 862 GB/s (their figure)"),
+        ("Llama2_70B", "int8", 19.13, "int8 weight-only quantization"),
+        ("Llama2_70B", "int4", 25.25, "int4 weight-only quantization"),
+    ]
+    return [
+        Measurement(kind="llm_decode", hardware="A100", model=m, precision=p, batch_size=1,
+                    tp=1, quantity="tokens_per_second", value=v,
+                    setting=f"{_DECODE_1GPU}; {extra}", source=_GPT_FAST)
+        for m, p, v, extra in rows
+    ]
+
+
+def _decode_tp():
+    table = {
+        "Llama2_7B": {2: 168.84, 4: 254.02, 8: 328.43},
+        "Llama2_70B": {2: 21.32, 4: 38.01, 8: 62.50},
+    }
+    return [
+        Measurement(kind="llm_decode", hardware="A100", model=m, precision="bf16",
+                    batch_size=1, tp=tp, quantity="tokens_per_second", value=v,
+                    setting=(f"tensor parallel over {tp} of 8x A100 SXM 80GB (hybrid cube "
+                             "mesh NVLink), bs 1, bf16 weights, torch.compile"),
+                    source=_GPT_FAST)
+        for m, by_tp in table.items() for tp, v in by_tp.items()
+    ]
+
+
+def _resnet50():
+    # bs: (latency in ms, throughput in img/s)
+    table = {1: (0.79, 1266), 8: (1.13, 7054), 32: (2.50, 12803), 64: (4.35, 14724),
+             128: (7.92, 16157), 256: (15.01, 17055)}
+    rows = []
+    for bs, (lat_ms, thr) in table.items():
+        setting = (f"ResNet-50 v1.5 inference, batch {bs}, FP16, Paddle-TRT, synthetic input "
+                   "(no data loading), A100 SXM 80GB")
+        rows.append(Measurement(kind="cnn_inference", hardware="A100", model="ResNet50",
+                                precision="fp16", batch_size=bs, tp=1, quantity="latency",
+                                value=lat_ms * 1e-3, setting=setting, source=_RN50))
+        rows.append(Measurement(kind="cnn_inference", hardware="A100", model="ResNet50",
+                                precision="fp16", batch_size=bs, tp=1, quantity="throughput",
+                                value=float(thr), setting=setting, source=_RN50))
+    return rows
+
+
+def _stream():
+    rows = [
+        # hardware, kernel, GB/s, datasheet GB/s, words about the card
+        ("A100", "triad", 1794, 2039, "A100 SXM 80GB"),
+        ("A100", "init (write)", 1908, 2039, "A100 SXM 80GB"),
+        ("A100_40GB", "read", 1500, 1555, "A100 40GB (form factor not stated in the table)"),
+        ("H100_PCIe", "read", 1942, 2000, "H100 PCIe"),
+        ("MI300X", "init (write)", 4849, 5300, "MI300X"),
+    ]
+    return [
+        Measurement(kind="stream", hardware=hw, model=None, precision="n/a", batch_size=1,
+                    tp=1, quantity="bandwidth", value=gbs * 1e9,
+                    setting=(f"gpu-stream kernel '{kernel}' on {card}, best over occupancy "
+                             f"(datasheet {ds} GB/s)"),
+                    source=_STREAM)
+        for hw, kernel, gbs, ds, card in rows
+    ]
+
+
+def _gemm():
+    n = k = 12288
+    table = {64: 101.7, 128: 193.0, 256: 242.7, 1024: 257.9, 4096: 277.5, 16384: 290.5}
+    return [
+        Measurement(kind="gemm", hardware="A100", model=None, precision="fp16", batch_size=1,
+                    tp=1, quantity="flops", value=tf * 1e12,
+                    setting=(f"FP16 GEMM {m} x {n} x {k} ({m} rows of activations against a "
+                             f"{n}x{k} weight), A100 80GB"),
+                    source=_LLMCOMPASS, shape=(m, n, k))
+        for m, tf in table.items()
+    ]
+
+
+MEASUREMENTS: tuple[Measurement, ...] = tuple(
+    _decode_1gpu() + _decode_tp() + _resnet50() + _stream() + _gemm()
+)
+
+_FIELD_NAMES = tuple(f.name for f in fields(Measurement))
+
+
+def find(**filters) -> list[Measurement]:
+    """Rows whose fields equal every given value: ``find(kind="gemm", hardware="A100")``.
+
+    An unknown field name raises TypeError rather than silently matching nothing.
+    """
+    unknown = [k for k in filters if k not in _FIELD_NAMES]
+    if unknown:
+        raise TypeError(
+            f"unknown Measurement field(s) {unknown}; valid fields: {', '.join(_FIELD_NAMES)}"
+        )
+    return [m for m in MEASUREMENTS
+            if all(getattr(m, k) == v for k, v in filters.items())]

@@ -1,0 +1,303 @@
+"""``solve``: the roofline of a workload on a chip (lesson 1, "hello roofline").
+
+The model, with nothing hidden::
+
+    t_compute = FLOPs / (peak FLOP/s · compute_efficiency)
+    t_memory  = bytes / (bandwidth · memory_efficiency)
+    latency   = max(t_compute, t_memory) + kernels · overhead_per_kernel
+
+The knobs default to 1, 1 and 0 — the pure roofline — and every result says which were on.
+Bytes are weights (once per batch) plus activations read and written by every layer (once per
+sample), plus KV-cache reads for an LLM. ``p.layerwise_latency`` charges each layer its own
+max(t_compute, t_memory), which is never less than the whole-model bound.
+
+>>> from course_lib import solve, Models, Hardware
+>>> p = solve(Models.ResNet50, Hardware.A100, batch_size=1, precision="fp16")
+>>> p.bottleneck
+'memory-bound'
+>>> p.latency.to("us").m < 0.79e3          # below the measured 0.79 ms, as a bound must be
+True
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .units import Q_
+from .workloads import Knobs, check_batch, precisions, resolve
+
+MEMORY_BOUND, COMPUTE_BOUND, COMMUNICATION_BOUND = "memory-bound", "compute-bound", "communication-bound"
+REGIMES = (MEMORY_BOUND, COMPUTE_BOUND, COMMUNICATION_BOUND)
+
+
+# ---- traffic ------------------------------------------------------------------------------
+def _sums(table):
+    """Per-table totals (each repeated layer counted `count` times), cached on the table."""
+    s = table.__dict__.get("_sums")
+    if s is None:
+        c = table.count
+        moe = table.experts > 1
+        s = {
+            "flops": float((c * table.flops).sum()),
+            "w_dense": float((c * table.weight_reads)[~moe].sum()),
+            "w_moe": float((c * table.weight_reads)[moe].sum()),
+            "experts": float(table.experts[moe][0]) if moe.any() else 1.0,
+            "top_k": float(table.top_k[moe][0]) if moe.any() else 1.0,
+            "act": float((c * table.activations).sum()),
+            "kv": float((c * table.kv).sum()),
+            "gathered": float((c * table.gathered).sum()),
+        }
+        object.__setattr__(table, "_sums", s)
+    return s
+
+
+def experts_touched(experts: float, top_k: float, tokens):
+    """Distinct experts that `tokens` tokens routed top-k of E at random read: E·(1-(1-k/E)^t)."""
+    return experts * (1.0 - (1.0 - top_k / experts) ** tokens)
+
+
+def traffic(table, batch, bytes_w, bytes_a, bytes_kv):
+    """Whole-table (FLOPs, bytes) for `batch` samples; batch may be an array."""
+    s = _sums(table)
+    weight_bytes = s["w_dense"] * bytes_w
+    if s["w_moe"]:
+        touched = experts_touched(s["experts"], s["top_k"], batch * table.tokens_per_sample)
+        weight_bytes = weight_bytes + s["w_moe"] * bytes_w * touched
+    per_sample = s["act"] * bytes_a + s["kv"] * bytes_kv + s["gathered"] * bytes_w
+    return batch * s["flops"], weight_bytes + batch * per_sample
+
+
+def layer_traffic(table, batch, bytes_w, bytes_a, bytes_kv):
+    """Per-layer (FLOPs, bytes) of ONE copy of each layer, shape (layers,) + batch.shape."""
+    b = np.asarray(batch, dtype=float)[..., None]          # (..., 1) against (layers,)
+    wr = table.weight_reads * np.where(table.experts > 1, table.experts_touched(batch), 1.0)
+    flops = b * table.flops
+    nbytes = wr * bytes_w + b * (table.activations * bytes_a + table.kv * bytes_kv
+                                 + table.gathered * bytes_w)
+    return np.moveaxis(flops, -1, 0), np.moveaxis(nbytes, -1, 0)
+
+
+def regime(t_compute, t_memory, t_comm=None):
+    """'compute-bound' where compute takes at least as long as memory, else 'memory-bound';
+    'communication-bound' where communication is the longest of the three."""
+    out = np.where(np.asarray(t_compute) >= np.asarray(t_memory), COMPUTE_BOUND, MEMORY_BOUND)
+    if t_comm is not None:
+        out = np.where(np.asarray(t_comm) > np.maximum(t_compute, t_memory), COMMUNICATION_BOUND, out)
+    return str(out) if out.ndim == 0 else out
+
+
+# ---- result -------------------------------------------------------------------------------
+class Performance:
+    """What ``solve`` returns. Figures are Quantities; ``*_si`` attributes are plain floats
+    (or arrays when ``batch_size`` was an array)."""
+
+    def __init__(self, model, hardware, batch_size, is_array, prec, knobs, table, flops, nbytes):
+        self.model, self.hardware, self.precisions, self.knobs = model, hardware, prec, knobs
+        self.batch_size = batch_size if is_array else int(batch_size)
+        self._is_array = is_array
+        self._table = table
+        self.peak_si = hardware.peak_flops_si(prec.compute)
+        self.bandwidth_si = hardware.memory_bandwidth_si
+        self.flops_si, self.bytes_si = flops, nbytes
+        self.t_compute_si = flops / (self.peak_si * knobs.compute_efficiency)
+        self.t_memory_si = nbytes / (self.bandwidth_si * knobs.memory_efficiency)
+        self.overhead_si = table.kernels * knobs.overhead_per_kernel
+        self.latency_si = np.maximum(self.t_compute_si, self.t_memory_si) + self.overhead_si
+        self.bottleneck = regime(self.t_compute_si, self.t_memory_si)
+        self._layer_times = None
+
+    @property
+    def precision(self) -> str:
+        return self.precisions.label()
+
+    # Quantities at the surface
+    @property
+    def flops(self):
+        """FLOPs for the whole batch."""
+        return Q_(self.flops_si / 1e9, "GFLOP")
+
+    @property
+    def bytes(self):
+        """Bytes moved to and from main memory for the whole batch."""
+        return Q_(self.bytes_si / 1e6, "MB")
+
+    @property
+    def arithmetic_intensity(self):
+        return Q_(self.flops_si / self.bytes_si, "FLOP/byte")
+
+    @property
+    def ridge_point(self):
+        """Peak ÷ bandwidth, with the efficiency knobs applied if any are on."""
+        k = self.knobs
+        return Q_(self.peak_si * k.compute_efficiency / (self.bandwidth_si * k.memory_efficiency),
+                  "FLOP/byte")
+
+    @property
+    def peak_flops(self):
+        return Q_(self.peak_si / 1e12, "TFLOP/s")
+
+    @property
+    def t_compute(self):
+        return Q_(self.t_compute_si * 1e3, "ms")
+
+    @property
+    def t_memory(self):
+        return Q_(self.t_memory_si * 1e3, "ms")
+
+    @property
+    def latency(self):
+        """Whole-model roofline time for the batch: max(t_compute, t_memory) (+ overhead knob)."""
+        return Q_(self.latency_si * 1e3, "ms")
+
+    @property
+    def throughput(self):
+        """Samples (images, sequences, calls) per second: batch_size / latency."""
+        return Q_(np.asarray(self.batch_size, dtype=float) / self.latency_si, "1/s")
+
+    @property
+    def attainable_flops(self):
+        """FLOP/s achieved at the roofline: FLOPs / latency (≤ min(peak, bandwidth · intensity))."""
+        return Q_(self.flops_si / self.latency_si / 1e12, "TFLOP/s")
+
+    # per layer
+    def _per_layer(self):
+        if self._layer_times is None:
+            w, a, kv = self.precisions.bytes
+            f, b = layer_traffic(self._table, self.batch_size, w, a, kv)
+            tc = f / (self.peak_si * self.knobs.compute_efficiency)
+            tm = b / (self.bandwidth_si * self.knobs.memory_efficiency)
+            self._layer_times = (f, b, tc, tm)
+        return self._layer_times
+
+    @property
+    def layerwise_latency_si(self):
+        f, b, tc, tm = self._per_layer()
+        count = self._table.count.reshape((-1,) + (1,) * (np.ndim(self.batch_size)))
+        return (count * np.maximum(tc, tm)).sum(axis=0) + self.overhead_si
+
+    @property
+    def layerwise_latency(self):
+        """Per-layer roofline: Σ over layers of max(t_compute,i, t_memory,i) (≥ ``latency``)."""
+        return Q_(self.layerwise_latency_si * 1e3, "ms")
+
+    @property
+    def layers(self) -> "LayerReport":
+        """The per-layer roofline table (needs a single batch size)."""
+        if self._is_array:
+            raise ValueError("p.layers needs a single batch size; solve again with batch_size=<int>.")
+        return LayerReport(self)
+
+    def __repr__(self):
+        return self.summary()
+
+    def summary(self) -> str:
+        """A few lines with the arithmetic shown."""
+        m, hw = self.model, self.hardware
+        head = f"{m.name} on {hw.name}, {self.precision}"
+        if self._is_array:
+            b = np.asarray(self.batch_size)
+            return (f"{head}, batch sizes {int(b.min())}..{int(b.max())} ({b.size} points)\n"
+                    f"  {self.knobs.describe()}")
+        lines = [
+            f"{head}, batch {self.batch_size}",
+            f"  FLOPs {self.flops_si:.4g}, bytes {self.bytes_si:.4g} -> intensity "
+            f"{self.flops_si / self.bytes_si:.4g} FLOP/byte (ridge {self.ridge_point.m:.4g})",
+            f"  t_compute = {self.flops_si:.4g} / {self.peak_si * self.knobs.compute_efficiency:.4g}"
+            f" = {_fmt_time(self.t_compute_si)}",
+            f"  t_memory  = {self.bytes_si:.4g} / {self.bandwidth_si * self.knobs.memory_efficiency:.4g}"
+            f" = {_fmt_time(self.t_memory_si)}",
+            f"  latency {_fmt_time(self.latency_si)} ({self.bottleneck}); "
+            f"per-layer roofline {_fmt_time(float(self.layerwise_latency_si))}",
+            f"  {self.knobs.describe()}",
+        ]
+        return "\n".join(lines)
+
+
+def _fmt_time(t: float) -> str:
+    if t >= 1:
+        return f"{t:.3g} s"
+    if t >= 1e-3:
+        return f"{t * 1e3:.3g} ms"
+    if t >= 1e-6:
+        return f"{t * 1e6:.3g} µs"
+    return f"{t * 1e9:.3g} ns"
+
+
+class LayerReport:
+    """Rows of the per-layer roofline: ``report.rows`` (dicts), ``report.memory_bound()``,
+    a text table as its repr and an HTML table in a notebook."""
+
+    columns = ("name", "kind", "count", "flops", "bytes", "intensity", "t_compute_s",
+               "t_memory_s", "time_s", "bottleneck")
+
+    def __init__(self, perf: Performance):
+        f, b, tc, tm = perf._per_layer()
+        t = perf._table
+        self.rows = [
+            {"name": l.name, "kind": l.kind, "count": l.count, "flops": float(f[i]),
+             "bytes": float(b[i]), "intensity": float(f[i] / b[i]) if b[i] else float("inf"),
+             "t_compute_s": float(tc[i]), "t_memory_s": float(tm[i]),
+             "time_s": float(max(tc[i], tm[i])),
+             "bottleneck": COMPUTE_BOUND if tc[i] >= tm[i] else MEMORY_BOUND}
+            for i, l in enumerate(t.layers)
+        ]
+
+    def __len__(self):
+        return len(self.rows)
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    def __getitem__(self, i):
+        return self.rows[i]
+
+    def column(self, name):
+        """One column as a numpy array (names, kinds and bottlenecks as object arrays)."""
+        return np.array([r[name] for r in self.rows])
+
+    def memory_bound(self) -> list[str]:
+        return [r["name"] for r in self.rows if r["bottleneck"] == MEMORY_BOUND]
+
+    def compute_bound(self) -> list[str]:
+        return [r["name"] for r in self.rows if r["bottleneck"] == COMPUTE_BOUND]
+
+    def __repr__(self):
+        out = [f"{'layer':24s} {'x':>3s} {'GFLOP':>9s} {'MB':>9s} {'FLOP/B':>8s} {'time':>9s}  bound"]
+        for r in self.rows:
+            out.append(f"{r['name']:24s} {r['count']:3d} {r['flops'] / 1e9:9.4f} {r['bytes'] / 1e6:9.3f} "
+                       f"{r['intensity']:8.1f} {_fmt_time(r['time_s']):>9s}  {r['bottleneck']}")
+        return "\n".join(out)
+
+    def _repr_html_(self):
+        head = "".join(f"<th>{h}</th>" for h in ("layer", "×", "GFLOP", "MB", "FLOP/byte", "time", "bound"))
+        body = "".join(
+            f"<tr><td>{r['name']}</td><td>{r['count']}</td><td>{r['flops'] / 1e9:.4f}</td>"
+            f"<td>{r['bytes'] / 1e6:.3f}</td><td>{r['intensity']:.1f}</td>"
+            f"<td>{_fmt_time(r['time_s'])}</td><td>{r['bottleneck']}</td></tr>" for r in self.rows)
+        return f"<table><tr>{head}</tr>{body}</table>"
+
+
+# ---- solve --------------------------------------------------------------------------------
+def solve(model, hardware, batch_size=1, precision="fp16", *, weight_precision=None,
+          activation_precision=None, kv_precision=None, context_tokens=None,
+          compute_efficiency=1.0, memory_efficiency=1.0, overhead_per_kernel=None) -> Performance:
+    """Roofline of `model` on `hardware` at `batch_size` (an int, or an array for a sweep).
+
+    For an LLM this is one decode step (one new token per sequence) with `context_tokens`
+    tokens in the KV cache (default 1: short context). `precision` sets weights, activations
+    and KV cache; the math runs at the activation precision's peak. The knobs default to the
+    pure roofline and are reported in the result.
+
+    >>> import numpy as np
+    >>> p = solve("ResNet50", "A100", batch_size=np.array([1, 64, 1024]))
+    >>> list(p.bottleneck)
+    ['memory-bound', 'compute-bound', 'compute-bound']
+    """
+    model, hardware = resolve(model, hardware)
+    prec = precisions(hardware, precision, weight_precision, activation_precision, kv_precision)
+    knobs = Knobs.make(compute_efficiency, memory_efficiency, overhead_per_kernel)
+    batch, is_array = check_batch(batch_size)
+    if context_tokens is not None:
+        check_batch(context_tokens, "context_tokens")
+    table = model.layer_table(context_tokens)
+    flops, nbytes = traffic(table, batch, *prec.bytes)
+    return Performance(model, hardware, batch, is_array, prec, knobs, table, flops, nbytes)

@@ -1,0 +1,204 @@
+"""``serve``: one LLM request batch in two phases (lessons 3 and 4).
+
+* **Prefill** pushes the whole prompt through the model at once: 2 FLOPs per weight per token
+  plus causal attention, weights read once. Its time is the time to first token (TTFT).
+* **Decode** makes one token per sequence per step: every step reads all the weights (and the
+  KV cache of the context so far) to do 2 FLOPs per weight per sequence. TPOT is the mean step
+  time over the growing context, compute counted too, so a big enough batch turns
+  compute-bound.
+* With ``tp > 1`` the weights, KV cache and FLOPs are split over ``tp`` GPUs and each layer adds
+  two ring AllReduces of the activations: 2(N−1)/N · bytes / link bandwidth + 2(N−1) · link
+  latency, reported as ``t_comm`` and not overlapped with compute.
+
+Each step is a roofline, max(t_compute, t_memory) (+ t_comm), with the same explicit knobs as
+``solve``. Memory: weights + KV cache against the chip's capacity; activations and framework
+workspace are not counted, so ``fits`` is optimistic by that much.
+
+>>> from course_lib import serve, Models, Hardware
+>>> s = serve(Models.Llama3_8B, Hardware.H100, prompt_tokens=2048, output_tokens=128)
+>>> s.prefill.bottleneck, s.decode.bottleneck
+('compute-bound', 'memory-bound')
+>>> s.fits
+True
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .errors import CourseError
+from .roofline import _fmt_time, regime, traffic
+from .units import Q_, to_si
+from .workloads import Knobs, check_batch, precisions, resolve
+
+
+def _positive_int(v, name):
+    value, is_array = check_batch(v, name)
+    if is_array:
+        raise CourseError(f"{name} must be a single positive integer here, got an array; "
+                          "loop over the values (or use solve for a vectorized sweep).")
+    return int(value)
+
+
+class Phase:
+    """One phase's roofline. For decode, figures are per step averaged over the steps."""
+
+    def __init__(self, name, flops, nbytes, t_compute, t_memory, t_comm, latency, bottleneck):
+        self.name = name
+        self.flops_si, self.bytes_si = flops, nbytes
+        self.t_compute_si, self.t_memory_si, self.t_comm_si = t_compute, t_memory, t_comm
+        self.latency_si = latency
+        self.bottleneck = bottleneck
+
+    flops = property(lambda self: Q_(self.flops_si / 1e9, "GFLOP"))
+    bytes = property(lambda self: Q_(self.bytes_si / 1e9, "GB"))
+    arithmetic_intensity = property(lambda self: Q_(self.flops_si / self.bytes_si, "FLOP/byte"))
+    t_compute = property(lambda self: Q_(self.t_compute_si * 1e3, "ms"))
+    t_memory = property(lambda self: Q_(self.t_memory_si * 1e3, "ms"))
+    t_comm = property(lambda self: Q_(self.t_comm_si * 1e3, "ms"))
+    latency = property(lambda self: Q_(self.latency_si * 1e3, "ms"))
+
+    def __repr__(self):
+        comm = f", comm {_fmt_time(self.t_comm_si)}" if self.t_comm_si else ""
+        return (f"{self.name}: {_fmt_time(self.latency_si)} ({self.bottleneck}; compute "
+                f"{_fmt_time(self.t_compute_si)}, memory {_fmt_time(self.t_memory_si)}{comm})")
+
+
+class Serving:
+    """What ``serve`` returns."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+    ttft = property(lambda self: Q_(self.prefill.latency_si * 1e3, "ms"),
+                    doc="Time to first token: the prefill phase.")
+    tpot = property(lambda self: Q_(self.decode.latency_si * 1e3, "ms"),
+                    doc="Time per output token: mean decode step over the growing context.")
+    e2e_latency = property(lambda self: Q_(self.e2e_latency_si * 1e3, "ms"),
+                           doc="TTFT + (output_tokens − 1) · TPOT.")
+    tokens_per_second = property(lambda self: Q_(self.batch_size / self.decode.latency_si, "1/s"),
+                                 doc="Decode throughput of the whole batch: batch_size / TPOT.")
+    kv_cache_bytes = property(lambda self: Q_(self.kv_cache_bytes_si / 1e9, "GB"),
+                              doc="KV cache of the whole batch at the last token, all GPUs.")
+    weight_bytes = property(lambda self: Q_(self.weight_bytes_si / 1e9, "GB"),
+                            doc="All weights at the weight precision, all GPUs.")
+    memory_per_gpu = property(lambda self: Q_(self.memory_per_gpu_si / 1e9, "GB"),
+                              doc="Weights + KV cache on each GPU.")
+
+    @property
+    def precision(self) -> str:
+        return self.precisions.label()
+
+    def __repr__(self):
+        fit = ("fits" if self.fits else "DOES NOT FIT") if self.fits is not None else "capacity unknown"
+        cap = self.hardware.memory_capacity_si
+        lines = [
+            f"{self.model.name} on {self.tp}x {self.hardware.name}, {self.precision}, batch "
+            f"{self.batch_size}, prompt {self.prompt_tokens}, output {self.output_tokens}",
+            f"  TTFT {_fmt_time(self.prefill.latency_si)}  ({self.prefill!r})",
+            f"  TPOT {_fmt_time(self.decode.latency_si)}  ({self.decode!r})",
+            f"  end to end {_fmt_time(self.e2e_latency_si)}, "
+            f"{self.batch_size / self.decode.latency_si:.4g} tokens/s",
+            f"  memory per GPU {self.memory_per_gpu_si / 1e9:.3g} GB"
+            + (f" of {cap / 1e9:.3g} GB" if cap else "") + f": {fit}; max batch {self.max_batch_size}",
+            f"  {self.knobs.describe()}",
+        ]
+        return "\n".join(lines)
+
+
+def _allreduce_time(nbytes, n, link_bandwidth, link_latency):
+    """Ring AllReduce of `nbytes` over `n` GPUs: 2(n−1)/n · bytes / BW + 2(n−1) · latency."""
+    if n == 1:
+        return 0.0 * nbytes
+    return 2 * (n - 1) / n * nbytes / link_bandwidth + 2 * (n - 1) * link_latency
+
+
+def _kv_shard(model, tp):
+    """Fraction of the KV cache one GPU holds: KV heads split over GPUs, at least one each."""
+    kvh = model.config.n_kv_heads
+    return math.ceil(kvh / tp) / kvh
+
+
+def serve(model, hardware, prompt_tokens=2048, output_tokens=128, batch_size=1, precision="fp16",
+          weight_precision=None, activation_precision=None, kv_precision=None, tp=1, *,
+          compute_efficiency=1.0, memory_efficiency=1.0, overhead_per_kernel=None,
+          link_latency=None) -> Serving:
+    """Serve `batch_size` requests of `prompt_tokens` in and `output_tokens` out.
+
+    `precision` is the default for weights, activations and KV cache. ``weight_precision=
+    "int8"`` with fp16 activations is weight-only quantization (math at the fp16 peak);
+    ``precision="int8"`` is W8A8 (math at the int8 peak). ``link_latency`` overrides the
+    chip's per-hop latency in the AllReduce term.
+    """
+    model, hardware = resolve(model, hardware)
+    if not hasattr(model, "prefill_table"):
+        raise CourseError(f"serve needs an LLM (a Transformer such as Models.Llama3_8B); "
+                          f"{model.name} is a {model.kind}: use solve() for it.")
+    P = _positive_int(prompt_tokens, "prompt_tokens")
+    T = _positive_int(output_tokens, "output_tokens")
+    B = _positive_int(batch_size, "batch_size")
+    tp = _positive_int(tp, "tp")
+    prec = precisions(hardware, precision, weight_precision, activation_precision, kv_precision)
+    knobs = Knobs.make(compute_efficiency, memory_efficiency, overhead_per_kernel)
+    bw_, ba_, bkv_ = prec.bytes
+    peak = hardware.peak_flops_si(prec.compute) * knobs.compute_efficiency
+    bw = hardware.memory_bandwidth_si * knobs.memory_efficiency
+
+    if tp > 1 and not hardware.interconnect_bandwidth_si:
+        raise CourseError(f"{hardware.name} has no scale-up interconnect in the zoo; tensor "
+                          "parallelism needs one (tp must be 1 here).")
+    latency = (to_si(link_latency, "time", "link_latency") if link_latency is not None
+               else (hardware.link_latency_si or 0.0))
+    link_bw = hardware.interconnect_bandwidth_si or 1.0
+    L, d = model.config.n_layers, model.config.d_model
+    kv_shard = _kv_shard(model, tp)
+
+    def per_gpu(table, contexts_kv=None):
+        # FLOPs, weights and activations split evenly over tp GPUs; KV by heads.
+        f, _ = traffic(table, B, 0.0, 0.0, 0.0)
+        _, w = traffic(table, B, bw_, 0.0, 0.0)
+        _, a = traffic(table, B, 0.0, ba_, 0.0)
+        _, kv = traffic(table, B, 0.0, 0.0, bkv_)
+        return f / tp, w / tp + a / tp + kv * kv_shard
+
+    # prefill: one pass over the prompt
+    pre = model.prefill_table(P)
+    f_pre, b_pre = per_gpu(pre)
+    comm_pre = 2 * L * _allreduce_time(B * P * d * ba_, tp, link_bw, latency)
+    tc, tm = f_pre / peak, b_pre / bw
+    overhead = pre.kernels * knobs.overhead_per_kernel
+    prefill = Phase("prefill", f_pre, b_pre, tc, tm, comm_pre,
+                    max(tc, tm) + comm_pre + overhead, regime(tc, tm, comm_pre if tp > 1 else None))
+
+    # decode: steps for tokens 2..T, each attending over the prompt and the tokens so far.
+    # Every cost is linear in the context length c, so two tables give it for all steps.
+    contexts = np.arange(P + 1, P + T, dtype=float) if T > 1 else np.array([P + 1.0])
+    f1, b1 = per_gpu(model.decode_table(1))
+    f2, b2 = per_gpu(model.decode_table(2))
+    f_dec = f1 + (f2 - f1) * (contexts - 1)
+    b_dec = b1 + (b2 - b1) * (contexts - 1)
+    comm_dec = 2 * L * _allreduce_time(B * d * ba_, tp, link_bw, latency)
+    tc, tm = f_dec / peak, b_dec / bw
+    steps = np.maximum(tc, tm) + comm_dec + model.decode_table(1).kernels * knobs.overhead_per_kernel
+    decode = Phase("decode", float(f_dec.mean()), float(b_dec.mean()), float(tc.mean()),
+                   float(tm.mean()), comm_dec, float(steps.mean()),
+                   regime(tc.sum(), tm.sum(), comm_dec * len(contexts) if tp > 1 else None))
+
+    # memory
+    weights = model.weight_bytes(prec.weights)
+    kv_per_seq = (P + T) * model.kv_elements_per_token() * bkv_
+    per_gpu_mem = weights / tp + B * kv_per_seq * kv_shard
+    cap = hardware.memory_capacity_si
+    if cap is None:
+        fits, max_b = None, None
+    else:
+        fits = per_gpu_mem <= cap
+        room = cap - weights / tp
+        max_b = max(0, int(room // (kv_per_seq * kv_shard))) if room > 0 else 0
+
+    e2e = prefill.latency_si + (T - 1) * decode.latency_si
+    return Serving(model=model, hardware=hardware, precisions=prec, knobs=knobs, tp=tp,
+                   batch_size=B, prompt_tokens=P, output_tokens=T, prefill=prefill, decode=decode,
+                   e2e_latency_si=e2e, kv_cache_bytes_si=B * kv_per_seq, weight_bytes_si=weights,
+                   memory_per_gpu_si=per_gpu_mem, fits=fits, max_batch_size=max_b)

@@ -1,0 +1,79 @@
+"""One pint registry for the whole course (lesson 1 introduces units).
+
+The registry is pint's *application registry*, so Quantities made by course_lib, by a
+notebook and by a test all mix. It adds the units the course needs on top of pint's own:
+``FLOP`` (with SI prefixes: ``TFLOP/s``), ``MAC`` (= 2 FLOP, the vendors' convention),
+``byte`` with decimal (``GB``) and binary (``GiB``) prefixes, and ``FLOP/byte``.
+
+Inside the solvers everything is a plain SI float (FLOP, byte, second); Quantities appear
+only at the public surface. pint is imported on first use, so ``import course_lib`` stays
+fast.
+"""
+from __future__ import annotations
+
+import functools
+
+from .errors import UnitsError
+
+_EXTRA_UNITS = (
+    "FLOP = [computation] = flop = FLOPs",
+    "MAC = 2 * FLOP = multiply_accumulate",
+)
+
+# Dimension a public argument must have, the base unit inside, and an example for errors.
+DIMENSIONS = {
+    "flops": ("FLOP", "Q_(312, 'TFLOP/s')"),
+    "flop_rate": ("FLOP / second", "Q_(312, 'TFLOP/s')"),
+    "bandwidth": ("byte / second", "Q_(2, 'TB/s')"),
+    "bytes": ("byte", "Q_(80, 'GB')"),
+    "time": ("second", "Q_(1, 'us')"),
+    "intensity": ("FLOP / byte", "Q_(153, 'FLOP/byte')"),
+    "power": ("watt", "Q_(400, 'W')"),
+}
+
+
+@functools.lru_cache(maxsize=None)
+def registry():
+    """The shared pint registry (pint's application registry, with FLOP and MAC added)."""
+    import pint
+
+    ureg = pint.get_application_registry()
+    if not hasattr(ureg, "FLOP"):
+        for definition in _EXTRA_UNITS:
+            ureg.define(definition)
+    return ureg
+
+
+def Q_(value, units=None):
+    """Make a Quantity in the course's registry: ``Q_(2.039, "TB/s")``."""
+    return registry().Quantity(value, units)
+
+
+def is_quantity(x) -> bool:
+    return hasattr(x, "magnitude") and hasattr(x, "units") and hasattr(x, "to")
+
+
+def to_si(x, kind: str, name: str = "value") -> float:
+    """A Quantity of dimension `kind` as a plain float in the course's base unit.
+
+    Bare numbers are refused, with a message that says how to attach units (MetPy's habit):
+    a bare 2 could be TB/s or GB/s, and guessing is how wrong answers are born.
+    """
+    unit, example = DIMENSIONS[kind]
+    if not is_quantity(x):
+        raise UnitsError(
+            f"{name} needs units: expected a {kind.replace('_', ' ')} such as {example}, "
+            f"got the bare number {x!r}. Attach units with Q_(value, 'unit')."
+        )
+    try:
+        return x.m_as(unit)
+    except Exception:
+        raise UnitsError(
+            f"{name} has the wrong dimension: expected a {kind.replace('_', ' ')} such as "
+            f"{example}, got {x:~P} ({x.dimensionality})."
+        ) from None
+
+
+def quantity(value, unit: str):
+    """A plain SI value (float or numpy array) as a Quantity in `unit` at the public surface."""
+    return Q_(value, unit)
