@@ -82,7 +82,7 @@ def regime(t_compute, t_memory, t_comm=None):
     out = np.where(np.asarray(t_compute) >= np.asarray(t_memory), COMPUTE_BOUND, MEMORY_BOUND)
     if t_comm is not None:
         out = np.where(np.asarray(t_comm) > np.maximum(t_compute, t_memory), COMMUNICATION_BOUND, out)
-    return str(out) if out.ndim == 0 else out
+    return str(out) if out.ndim == 0 else out.astype(object)
 
 
 # ---- result -------------------------------------------------------------------------------

@@ -66,6 +66,23 @@ class Transformer:
         self.config = config
         self.published_parameters = published_parameters
 
+    def variant(self, name: str | None = None, **changes) -> "Transformer":
+        """The same model with some config fields changed, e.g. full multi-head attention:
+
+        >>> from course_lib import Models
+        >>> mha = Models.Llama3_8B.variant(n_kv_heads=32)
+        >>> mha.kv_bytes_per_token("fp16") // Models.Llama3_8B.kv_bytes_per_token("fp16")
+        4
+        """
+        import dataclasses
+
+        bad = set(changes) - {f.name for f in dataclasses.fields(TransformerConfig)}
+        if bad:
+            raise TypeError(f"unknown config field(s) {sorted(bad)}; valid: "
+                            f"{[f.name for f in dataclasses.fields(TransformerConfig)]}")
+        label = name or self.name + "(" + ", ".join(f"{k}={v}" for k, v in changes.items()) + ")"
+        return Transformer(label, dataclasses.replace(self.config, **changes))
+
     # ---- sizes -------------------------------------------------------------------------
     def _linear(self, k: int, n: int) -> int:
         return k * n + (n if self.config.bias else 0)
