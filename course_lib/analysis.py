@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .roofline import _sums, experts_touched, solve
 from .workloads import Knobs, check_batch, precisions, resolve
 
@@ -19,7 +21,8 @@ def speedup(model, baseline, hardware, batch_size=1, precision="fp16", **kwargs)
     """
     before = solve(model, baseline, batch_size, precision, **kwargs)
     after = solve(model, hardware, batch_size, precision, **kwargs)
-    return before.latency_si / after.latency_si
+    return float(before.latency_si / after.latency_si) if not isinstance(
+        before.latency_si, np.ndarray) else before.latency_si / after.latency_si
 
 
 def crossover_batch(model, hardware, precision="fp16", *, weight_precision=None,
@@ -34,8 +37,10 @@ def crossover_batch(model, hardware, precision="fp16", *, weight_precision=None,
     the work memory-bound (F/peak ≤ S/BW).
 
     >>> from course_lib import Models, Hardware
-    >>> round(crossover_batch(Models.ResNet50, Hardware.A100), 1)
-    2.1
+    >>> round(crossover_batch(Models.Llama3_8B, Hardware.H100))    # decode, just above the ridge (295)
+    376
+    >>> crossover_batch(Models.ResNet50, Hardware.A100)   # activation traffic caps intensity at 144 < 153
+    inf
     """
     model, hardware = resolve(model, hardware)
     prec = precisions(hardware, precision, weight_precision, activation_precision, kv_precision)

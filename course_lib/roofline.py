@@ -102,6 +102,10 @@ class Performance:
         self.t_memory_si = nbytes / (self.bandwidth_si * knobs.memory_efficiency)
         self.overhead_si = table.kernels * knobs.overhead_per_kernel
         self.latency_si = np.maximum(self.t_compute_si, self.t_memory_si) + self.overhead_si
+        if not is_array:  # plain Python floats for a single batch size
+            self.flops_si, self.bytes_si = float(flops), float(nbytes)
+            self.t_compute_si, self.t_memory_si = float(self.t_compute_si), float(self.t_memory_si)
+            self.latency_si = float(self.latency_si)
         self.bottleneck = regime(self.t_compute_si, self.t_memory_si)
         self._layer_times = None
 
@@ -288,7 +292,7 @@ def solve(model, hardware, batch_size=1, precision="fp16", *, weight_precision=N
     pure roofline and are reported in the result.
 
     >>> import numpy as np
-    >>> p = solve("ResNet50", "A100", batch_size=np.array([1, 64, 1024]))
+    >>> p = solve("ResNet50", "V100", batch_size=np.array([1, 64, 1024]))
     >>> list(p.bottleneck)
     ['memory-bound', 'compute-bound', 'compute-bound']
     """

@@ -30,7 +30,7 @@ def resolve(model, hardware):
 
 def check_batch(batch_size, name="batch_size"):
     """A positive whole number, or an array of them. Returns (value, is_array)."""
-    if isinstance(batch_size, (bool, np.bool_)) or is_quantity(batch_size):
+    if isinstance(batch_size, (bool, np.bool_, str, bytes)) or is_quantity(batch_size):
         raise CourseError(f"{name} must be a positive integer, got {batch_size!r}.")
     if isinstance(batch_size, (int, np.integer)):
         if batch_size < 1:

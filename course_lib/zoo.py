@@ -8,7 +8,10 @@ class ZooMeta(type):
     def __getattr__(cls, name):
         if name.startswith("_"):
             raise AttributeError(name)
-        return cls.get(name)
+        try:
+            return cls.get(name)
+        except KeyError as e:  # so hasattr() and tab completion behave
+            raise AttributeError(str(e)) from None
 
     def __dir__(cls):
         return sorted(set(super().__dir__()) | set(cls.names()))
