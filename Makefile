@@ -23,7 +23,7 @@ lab: $(STAMP)
 
 # Regenerate the student notebooks in notebooks/ from the nbgrader sources in solutions/.
 release: $(STAMP)
-	$(BIN)/python -m autograder release --all
+	$(BIN)/python -m autograder.release
 
 bench: $(STAMP)
 	$(BIN)/python -m course_lib.bench

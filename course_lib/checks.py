@@ -148,8 +148,15 @@ def check_number(answer, truth, rel_tol: float = 0.02, units: str | None = None)
         else:
             a = answer
     else:
-        t, a = truth, (answer.magnitude if is_quantity(answer) else answer)
-        t_units = units
+        t, t_units = truth, units
+        a = answer
+        if is_quantity(answer):
+            try:  # a plain-number truth is in `units` (or dimensionless: a ratio, a count)
+                a = answer.m_as(units or "dimensionless")
+            except Exception:
+                raise AssertionError(
+                    f"Your answer's units ({answer.units:~P}) do not convert to "
+                    f"{units or 'a plain number'}.") from None
     try:
         a = float(a)
     except (TypeError, ValueError):
@@ -162,7 +169,10 @@ def check_number(answer, truth, rel_tol: float = 0.02, units: str | None = None)
         raise AssertionError(f"Your value{unit_txt} is not within {rel_tol:.0%} of course_lib's.")
     ratio = max(a / t, t / a)
     direction = "large" if a > t else "small"
-    for factor, hint in _HINTS:
+    # unit hints only for dimensioned answers: for a ratio or a count, a factor of 2 says
+    # nothing about FLOPs per MAC
+    dimensioned = t_units is not None and not Q_(1, t_units).dimensionless
+    for factor, hint in _HINTS if dimensioned else ():
         if math.isclose(ratio, factor, rel_tol=max(rel_tol, 0.03)):
             raise AssertionError(f"Your value{unit_txt} is too {direction}, {hint}.")
     raise AssertionError(
@@ -171,23 +181,38 @@ def check_number(answer, truth, rel_tol: float = 0.02, units: str | None = None)
 
 
 # ---- verify cells --------------------------------------------------------------------------
+def _show(v) -> str:
+    if is_quantity(v):
+        return f"{_show(v.magnitude)} {v.units:~P}"
+    if isinstance(v, float):
+        return f"{v:,.0f}" if v.is_integer() and abs(v) < 1e15 else f"{v:.4g}"
+    if isinstance(v, int):
+        return f"{v:,}"
+    return str(v)
+
+
 def compare(prediction, truth, explanation_if_wrong: str = "", *, kind: str = "regime",
-            rel_tol: float = 0.1, units: str | None = None) -> bool:
+            rel_tol: float = 0.1, units: str | None = None, choices=None) -> bool:
     """Print prediction vs truth for a verify cell; print `explanation_if_wrong` when it differs.
 
+    kind -- "regime" (truth: a regime or a result with .bottleneck), "number" (with `rel_tol`
+            and `units`), or "choice" (with `choices`).
     Returns whether the prediction was right. Never raises on a malformed prediction.
     """
     truth_v = getattr(truth, "bottleneck", truth) if kind == "regime" else truth
+    if kind not in ("regime", "number", "choice"):
+        raise ValueError(f"kind must be 'regime', 'number' or 'choice', got {kind!r}")
     try:
         if kind == "regime":
             right = normalize_regime(prediction) == normalize_regime(truth_v)
+        elif kind == "choice":
+            right = normalize_choice(prediction, choices) == normalize_choice(truth_v, choices)
         else:
             check_number(prediction, truth_v, rel_tol=rel_tol, units=units)
             right = True
-    except (AssertionError, ValueError):
+    except (AssertionError, ValueError, TypeError):
         right = False
-    shown = f"{truth_v:.4g~P}" if is_quantity(truth_v) else (
-        f"{truth_v:.4g}" if isinstance(truth_v, float) else str(truth_v))
+    shown = _show(truth_v)
     print(f"Your prediction: {prediction!r}")
     print(f"course_lib:      {shown}")
     if right:

@@ -1,7 +1,8 @@
 """One pint registry for the whole course (lesson 1 introduces units).
 
-The registry is pint's *application registry*, so Quantities made by course_lib, by a
-notebook and by a test all mix. It adds the units the course needs on top of pint's own:
+The registry is installed as pint's *application registry*, so Quantities made by course_lib,
+by a notebook and by a test all mix. Bytes have a dimension of their own (information), so a
+byte count never passes for a plain number. It adds the units the course needs on top of pint's own:
 ``FLOP`` (with SI prefixes: ``TFLOP/s``), ``MAC`` (= 2 FLOP, the vendors' convention),
 ``byte`` with decimal (``GB``) and binary (``GiB``) prefixes, and ``FLOP/byte``.
 
@@ -16,8 +17,9 @@ import functools
 from .errors import UnitsError
 
 _EXTRA_UNITS = (
-    "FLOP = [computation] = flop = FLOPs",
-    "MAC = 2 * FLOP = multiply_accumulate",
+    # name = definition = symbol = aliases: the symbol is what short formats print ("TFLOP/s")
+    "flop = [computation] = FLOP = FLOPs",
+    "multiply_accumulate = 2 * flop = MAC",
 )
 
 # Dimension a public argument must have, the base unit inside, and an example for errors.
@@ -34,14 +36,31 @@ DIMENSIONS = {
 
 @functools.lru_cache(maxsize=None)
 def registry():
-    """The shared pint registry (pint's application registry, with FLOP and MAC added)."""
+    """The shared pint registry, installed as pint's application registry.
+
+    pint's stock definitions make the bit (and so the byte) dimensionless, which would let a
+    byte count pass where a plain number or a FLOP count is expected. The course's registry is
+    pint's own definitions with one change, ``bit = [information]``, plus FLOP and MAC.
+    """
+    import pathlib
+
     import pint
 
-    ureg = pint.get_application_registry()
-    if not hasattr(ureg, "FLOP"):
-        for definition in _EXTRA_UNITS:
+    base = pathlib.Path(pint.__file__).parent
+    try:
+        text = (base / "default_en.txt").read_text()
+        text = text.replace("@import constants_en.txt", (base / "constants_en.txt").read_text())
+        if "\nbit = []\n" not in text or "@import" in text:
+            raise ValueError("unexpected layout of pint's definition files")
+        ureg = pint.UnitRegistry(None)
+        ureg.load_definitions(text.replace("\nbit = []\n", "\nbit = [information] = b\n").splitlines())
+    except (OSError, ValueError):  # another pint layout: keep its registry, bytes dimensionless
+        ureg = pint.get_application_registry().get()
+    for definition in _EXTRA_UNITS:
+        if definition.split()[0] not in ureg:
             ureg.define(definition)
-    return ureg
+    pint.set_application_registry(ureg)
+    return pint.get_application_registry()
 
 
 def Q_(value, units=None):

@@ -59,3 +59,19 @@ def test_checks_write_nothing_to_stderr(capsys):
     out = capsys.readouterr()
     assert out.err == ""
     assert "differs" in out.out and "Look at the ridge." in out.out
+
+
+def test_ratios_and_counts_get_no_unit_hints():
+    with pytest.raises(AssertionError) as e:
+        check_number(4.0, 2.0)                 # a ratio off by 2 is not a FLOPs-per-MAC slip
+    assert "MAC" not in str(e.value)
+    check_number(Q_(2.0, "dimensionless"), 2.0)
+    check_number(Q_(131072, "B"), 131072, units="byte")
+
+
+def test_compare_choices_and_readable_numbers(capsys):
+    assert compare("Decode", "decode", kind="choice", choices=["prefill", "decode"])
+    assert not compare("prefill", "decode", kind="choice", choices=["prefill", "decode"])
+    compare(1, Q_(131072, "byte"), kind="number")
+    assert "131,072 B" in capsys.readouterr().out
+    assert f"{Q_(1, 'TFLOP/s').units:~P}" == "TFLOP/s"

@@ -10,6 +10,14 @@ def test_q_mixes_with_pints_application_registry():
     assert (Q_(1, "TB/s") + theirs).m_as("GB/s") == pytest.approx(2000)
 
 
+def test_bytes_are_not_plain_numbers():
+    assert not Q_(1, "GB").dimensionless
+    assert not Q_(1, "FLOP/byte").check("[computation]")
+    with pytest.raises(UnitsError):
+        Hardware(name="x", peak_flops={"fp16": Q_(1, "TFLOP/s")}, memory_bandwidth=Q_(1, "TB/s"),
+                 memory_capacity=Q_(24, "dimensionless"))
+
+
 def test_flop_mac_and_byte_prefixes():
     assert Q_(1, "MAC").m_as("FLOP") == 2
     assert Q_(0.153, "kFLOP/byte").m_as("FLOP/byte") == pytest.approx(153)

@@ -1,0 +1,277 @@
+"""Where a course's files live, and the nbgrader pieces every command shares.
+
+By default the course is this repository, laid out as nbgrader_config.py says: the sources in
+solutions/, the student release in notebooks/, and the grading data (submitted/, autograded/,
+feedback/, gradebook.db, reports/) at the root. `--root` moves the grading data elsewhere
+(tests and the benchmark grade in a temporary directory) while the sources stay in solutions/.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import re
+import shutil
+import sqlite3
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .release import REPO, RELEASE, SOURCE, assignments, ensure_tools_on_path, nbgrader_config
+
+COURSE_ID = "roofline"
+HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
+HIDDEN_END = "### END HIDDEN TESTS"
+
+
+@dataclass
+class Course:
+    root: Path = REPO
+    source: Path = SOURCE
+    release: Path = RELEASE
+
+    def __post_init__(self):
+        self.root, self.source, self.release = (Path(p).resolve() for p in (self.root, self.source, self.release))
+
+    # grading data
+    @property
+    def db(self) -> Path:
+        return self.root / "gradebook.db"
+
+    @property
+    def db_url(self) -> str:
+        return "sqlite:///" + str(self.db)
+
+    @property
+    def submitted(self) -> Path:
+        return self.root / "submitted"
+
+    @property
+    def autograded(self) -> Path:
+        return self.root / "autograded"
+
+    @property
+    def feedback(self) -> Path:
+        return self.root / "feedback"
+
+    @property
+    def reports(self) -> Path:
+        return self.root / "reports"
+
+    @property
+    def state(self) -> Path:
+        """The autograder's own bookkeeping (fingerprints, logs); a dot-folder nbgrader ignores."""
+        return self.autograded / ".autograder"
+
+    def assignments(self) -> list[str]:
+        return assignments(self.source)
+
+    def notebooks(self, assignment: str) -> list[str]:
+        """Notebook names (without .ipynb) of an assignment, from its source folder."""
+        return sorted(p.stem for p in (self.source / assignment).glob("*.ipynb"))
+
+    def config(self, release: Path | None = None):
+        """nbgrader Config for this course (absolute source / release folders)."""
+        c = nbgrader_config(self.root, source=str(self.source), release=str(release or self.release), db=self.db)
+        c.CourseDirectory.course_id = COURSE_ID
+        c.CourseDirectory.submitted_directory = "submitted"
+        c.CourseDirectory.autograded_directory = "autograded"
+        c.CourseDirectory.feedback_directory = "feedback"
+        return c
+
+    def students(self, assignment: str) -> list[str]:
+        """Students with a submission of `assignment` in submitted/."""
+        if not self.submitted.is_dir():
+            return []
+        return sorted(p.name for p in self.submitted.iterdir()
+                      if p.is_dir() and not p.name.startswith(".") and (p / assignment).is_dir())
+
+
+def ensure_assignment(course: Course, assignment: str) -> None:
+    """Put the assignment (its notebooks, grade cells, hidden tests) into the gradebook, creating
+    the gradebook if needed: nbgrader generate_assignment into a throw-away release folder."""
+    from nbgrader.apps import NbGraderAPI
+
+    if not (course.source / assignment).is_dir():
+        raise SystemExit(f"no assignment {assignment!r} in {course.source}")
+    ensure_tools_on_path()
+    course.root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="autograder-release-") as tmp:
+        api = NbGraderAPI(config=course.config(release=Path(tmp)))
+        result = api.generate_assignment(assignment, force=True, create=True)
+        if not result["success"]:
+            raise RuntimeError(f"nbgrader generate_assignment {assignment} failed:\n"
+                               f"{result.get('log', '')}\n{result.get('error', '')}")
+
+
+def template_gradebook(course: Course, dest: Path) -> Path:
+    """A copy of the gradebook without any student data: what each parallel worker starts from.
+    (Assignments keep their due dates, so late penalties are computed as nbgrader would.)"""
+    src = sqlite3.connect(str(course.db))
+    out = sqlite3.connect(str(dest))
+    with out:
+        src.backup(out)
+    src.close()
+    with out:
+        for table in ("grade", "comment", "submitted_notebook", "submitted_assignment", "student"):
+            out.execute(f"DELETE FROM {table}")
+    out.execute("VACUUM")
+    out.close()
+    return dest
+
+
+def source_extras(course: Course, assignment: str, dest: Path) -> Path:
+    """The assignment's non-notebook source files (data files...), which nbgrader copies into
+    every autograded submission. Notebooks (the solutions) are left out."""
+    src = course.source / assignment
+    out = dest / assignment
+    out.mkdir(parents=True, exist_ok=True)
+    for p in src.rglob("*"):
+        rel = p.relative_to(src)
+        if p.is_file() and p.suffix != ".ipynb" and ".ipynb_checkpoints" not in rel.parts \
+                and "__pycache__" not in rel.parts:
+            (out / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(p, out / rel)
+    return out
+
+
+def tree_hash(path: Path) -> str:
+    """sha256 over the relative paths and contents of the files under `path`."""
+    h = hashlib.sha256()
+    if path.is_file():
+        h.update(path.read_bytes())
+        return h.hexdigest()
+    for p in sorted(path.rglob("*")):
+        if p.is_file() and ".ipynb_checkpoints" not in p.parts:
+            h.update(str(p.relative_to(path)).encode() + b"\0")
+            h.update(p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------
+# The structure of a source notebook: answer cells, their variables, their tests
+# ---------------------------------------------------------------------------------------------
+def _nbgrader(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+
+
+def assigned_names(source: str) -> list[str]:
+    """Top-level names a code cell assigns (in order), ignoring the nbgrader delimiters."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    names = []
+    for node in tree.body:
+        targets = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            targets = [node.target]
+        for t in targets:
+            for n in ast.walk(t):
+                if isinstance(n, ast.Name) and n.id not in names:
+                    names.append(n.id)
+    return names
+
+
+def used_names(source: str) -> set[str]:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set()
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+
+
+_QUESTION = re.compile(r"^(?P<prefix>.*?_q\d+)_")
+
+
+def question_of(grade_id: str) -> str | None:
+    """'wall_q3_answer' -> 'wall_q3'."""
+    m = _QUESTION.match(grade_id or "")
+    return m.group("prefix") if m else None
+
+
+@dataclass
+class AnswerCell:
+    notebook: str
+    grade_id: str
+    question: str | None       # e.g. wall_q1
+    title: str                 # the "### Q1 · ..." heading above it
+    variables: list            # the answer variables the tests read (no helpers, no reasoning)
+    tests: list                # grade_ids of the question's test cells
+    hidden_tests: list         # those with hidden tests (correctness)
+
+    @property
+    def kind(self) -> str:
+        return self.grade_id.rsplit("_", 1)[-1]   # prediction / answer
+
+
+def answer_cells(notebook_path: Path) -> list[AnswerCell]:
+    import nbformat
+
+    nb = nbformat.read(str(notebook_path), as_version=4)
+    name = notebook_path.stem
+    tests: dict[str, list] = {}
+    hidden: dict[str, list] = {}
+    used: dict[str, set] = {}
+    for cell in nb.cells:
+        m = _nbgrader(cell)
+        if cell.cell_type == "code" and m.get("grade") and not m.get("solution"):
+            q = question_of(m.get("grade_id"))
+            tests.setdefault(q, []).append(m["grade_id"])
+            used.setdefault(q, set()).update(used_names(cell.source))
+            if HIDDEN_BEGIN in cell.source:
+                hidden.setdefault(q, []).append(m["grade_id"])
+    out, title = [], ""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("#") and re.search(r"\bQ\d+\b", line):
+                    title = re.sub(r"\s*\(\d+ points?\)\s*$", "", line.lstrip("#").strip())
+            continue
+        m = _nbgrader(cell)
+        if cell.cell_type != "code" or not m.get("solution") or m.get("grade"):
+            continue
+        q = question_of(m.get("grade_id"))
+        names = [n for n in assigned_names(cell.source)
+                 if n in used.get(q, set()) and not n.endswith(("_reasoning", "_reason", "_explanation"))]
+        out.append(AnswerCell(name, m["grade_id"], q, title, names, tests.get(q, []), hidden.get(q, [])))
+    return out
+
+
+def hidden_test_lines(source: str) -> list[str]:
+    """The lines between the hidden-test delimiters of a cell."""
+    lines, inside = [], False
+    for line in source.splitlines():
+        if HIDDEN_BEGIN in line:
+            inside = True
+            continue
+        if HIDDEN_END in line:
+            inside = False
+            continue
+        if inside:
+            lines.append(line)
+    return lines
+
+
+def strip_hidden_tests(source: str, placeholder: str = "# (hidden tests: not shown)") -> str:
+    out, inside = [], False
+    for line in source.splitlines():
+        if HIDDEN_BEGIN in line:
+            inside = True
+            out.append(placeholder)
+            continue
+        if HIDDEN_END in line:
+            inside = False
+            continue
+        if not inside:
+            out.append(line)
+    return "\n".join(out)
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover
+        return max(1, os.cpu_count() or 1)

@@ -1,0 +1,599 @@
+"""Run one student's notebook in a sandboxed Jupyter kernel.
+
+The kernel process — the only process that runs students' code — is started as
+
+    bwrap <a private file-system view> python -c <limits shim> -m ipykernel_launcher -f <conn>
+
+* File system: only the system directories (/usr, /etc pieces), the Python installation, the
+  packages the notebooks import (course_lib) read-only, a private writable home holding a copy
+  of *this* student's submitted files, and a private run directory for the kernel's sockets.
+  solutions/, the gradebook, the autograded notebooks (which hold the hidden tests), other
+  students' submissions and the instructor's home are simply not there.
+* No network (--unshare-net): the kernel talks to the grader over unix sockets (ZeroMQ "ipc"
+  transport) in the run directory, which is why TCP is not needed.
+* Fresh pid/ipc/uts namespaces, a minimal environment (no instructor variables), and when the
+  grader runs as root the kernel drops to an unprivileged uid (nobody) inside the sandbox.
+* Limits: address space (RLIMIT_AS), tasks (RLIMIT_NPROC: threads + processes), file size,
+  no core dumps; a per-cell timeout (nbclient interrupts the cell) and a per-notebook wall
+  clock after which the kernel is killed.
+
+Where bubblewrap is missing or cannot start here, the kernel runs unsandboxed (same limits,
+same scrubbed environment, same private working copy) and a loud warning goes to the log.
+
+Warnings never reach a test cell's stderr (nbgrader scores a test cell with stderr output as
+failed): PYTHONWARNINGS=ignore, a start-up file that resets the warning filters to "ignore"
+before every cell (students may turn warnings on in their own cells), library loggers only
+above WARNING, and as a last safety net warning lines are removed from test cells' stderr
+before the grade is computed.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import logging
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from jupyter_client.manager import AsyncKernelManager
+from nbformat.notebooknode import NotebookNode
+from traitlets import Bool, Float, Integer, List, Unicode, default
+
+from nbgrader.preprocessors import Execute
+
+log = logging.getLogger("autograder")
+
+SANDBOX_HOME = "/home/student"
+NOBODY = 65534
+#: packages the notebooks import, bound read-only into the sandbox (besides the Python install)
+DEFAULT_PACKAGES = ("course_lib",)
+
+
+@dataclass
+class Limits:
+    """Resource limits for one submission's kernel."""
+
+    cell_timeout: int = 120          # seconds per cell, then the cell is interrupted
+    notebook_timeout: int = 900      # seconds for the whole notebook, then the kernel is killed
+    memory_mb: int = 4096            # address space of the kernel (RLIMIT_AS)
+    tasks: int = 256                 # threads + processes the kernel may add (RLIMIT_NPROC)
+    file_size_mb: int = 256          # largest file it may write (RLIMIT_FSIZE)
+    startup_timeout: int = 60        # seconds for the kernel to start
+
+
+# ---------------------------------------------------------------------------------------------
+# bubblewrap
+# ---------------------------------------------------------------------------------------------
+def bwrap_path() -> str | None:
+    return shutil.which("bwrap")
+
+
+def _python_roots() -> list[str]:
+    """Directories the kernel's Python needs: the venv, the base install, the real executable."""
+    roots = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix),
+             os.path.realpath(sys.exec_prefix), os.path.realpath(sys.base_exec_prefix)}
+    exe = os.path.realpath(sys.executable)
+    if not any(exe.startswith(r + os.sep) for r in roots):
+        roots.add(os.path.dirname(exe))
+    # the venv itself is kept at its own path (its bin/python is a symlink into the base install)
+    roots.add(sys.prefix)
+    return sorted(roots)
+
+
+def package_dirs(packages=DEFAULT_PACKAGES) -> list[str]:
+    """Directories of importable packages that live outside the Python install (editable
+    installs such as course_lib), to be bound read-only at their own path."""
+    import importlib.util
+
+    out = []
+    prefixes = _python_roots()
+    for name in packages:
+        spec = importlib.util.find_spec(name)
+        if spec is None:
+            continue
+        locs = list(spec.submodule_search_locations or []) or ([os.path.dirname(spec.origin)] if spec.origin else [])
+        for loc in locs:
+            loc = os.path.realpath(loc)
+            if not any(loc.startswith(p + os.sep) for p in prefixes):
+                out.append(loc)
+    return sorted(set(out))
+
+
+_SYSTEM_RO = ["/usr", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
+              "/etc/fonts", "/etc/localtime", "/etc/ssl", "/etc/mime.types"]
+_SYMLINKS = {"/bin": "usr/bin", "/sbin": "usr/sbin", "/lib": "usr/lib", "/lib64": "usr/lib64",
+             "/lib32": "usr/lib32", "/libx32": "usr/libx32"}
+
+
+def _bwrap_args(ro: list[str], rw: dict[str, str], chdir: str, drop_to: int | None) -> list[str]:
+    """The bwrap command line: a tmpfs root with only the given paths in it."""
+    args = [bwrap_path() or "bwrap", "--die-with-parent", "--unshare-pid", "--unshare-net", "--unshare-ipc",
+            "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
+    if os.geteuid() == 0 and drop_to is not None:
+        # bwrap runs privileged: let the shim switch to an unprivileged uid, then it has no caps
+        args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+    else:
+        args += ["--unshare-user", "--cap-drop", "ALL"]
+    made: set[str] = set()
+
+    def parents(path: str):
+        # intermediate directories readable by the unprivileged uid
+        p = Path(path)
+        for anc in reversed(p.parents):
+            s = str(anc)
+            if s in ("/",) or s in made:
+                continue
+            made.add(s)
+            args.extend(["--perms", "0755", "--dir", s])
+
+    for src, link in _SYMLINKS.items():
+        if os.path.islink(src):
+            args += ["--symlink", os.readlink(src), src]
+        elif os.path.isdir(src):
+            args += ["--ro-bind", src, src]
+    for path in _SYSTEM_RO:
+        if os.path.exists(path):
+            parents(path)
+            args += ["--ro-bind", path, path]
+    for path in ro:
+        parents(path)
+        args += ["--ro-bind", path, path]
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    for dest, src in rw.items():
+        parents(dest)
+        args += ["--bind", src, dest]
+    args += ["--chdir", chdir]
+    return args
+
+
+# The first thing that runs inside the sandbox: drop privileges, set limits, exec the kernel.
+_SHIM = r"""
+import json, os, resource, sys
+cfg = json.loads(sys.argv[1])
+if cfg.get("sandboxed"):
+    os.environ.pop("JPY_PARENT_PID", None)   # the grader's pid means nothing in the pid namespace
+if cfg.get("uid") is not None and os.getuid() == 0:
+    os.setgroups([]); os.setgid(cfg["uid"]); os.setuid(cfg["uid"])
+for name, value in cfg["rlimits"].items():
+    r = getattr(resource, name)
+    soft, hard = resource.getrlimit(r)
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    resource.setrlimit(r, (value, value))
+os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher"] + sys.argv[2:])
+"""
+
+
+def _tasks_of_uid(uid: int) -> int:
+    """Threads currently owned by `uid` (RLIMIT_NPROC counts them all)."""
+    n = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{pid}").st_uid == uid:
+                n += len(os.listdir(f"/proc/{pid}/task"))
+        except OSError:
+            pass
+    return n
+
+
+@dataclass
+class SandboxSpec:
+    """Everything the kernel manager needs to start one sandboxed kernel (JSON-serialisable)."""
+
+    enabled: bool
+    home: str                 # host directory mounted as the student's home (writable)
+    cwd: str                  # working directory inside the sandbox (or on the host if disabled)
+    rundir: str               # host directory for the connection file and sockets (same path inside)
+    ro: list = field(default_factory=list)
+    env: dict = field(default_factory=dict)
+    limits: dict = field(default_factory=dict)
+    uid: int | None = None
+    log_file: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> "SandboxSpec":
+        return cls(**json.loads(text))
+
+    def wrap(self, cmd: list[str]) -> list[str]:
+        """Turn `python -m ipykernel_launcher -f CONN ...` into the sandboxed command."""
+        try:
+            i = cmd.index("ipykernel_launcher")
+        except ValueError:
+            raise RuntimeError(f"the sandbox runs Python (ipykernel) kernels only, not {cmd!r}")
+        python, rest = cmd[0], cmd[i + 1:]
+        lim = self.limits
+        uid = self.uid if self.enabled else None
+        count_uid = uid if uid is not None else os.getuid()
+        rlimits = {"RLIMIT_AS": lim["memory_mb"] * 2**20,
+                   "RLIMIT_NPROC": _tasks_of_uid(count_uid) + lim["tasks"],
+                   "RLIMIT_FSIZE": lim["file_size_mb"] * 2**20,
+                   "RLIMIT_CORE": 0}
+        shim = [python, "-c", _SHIM, json.dumps({"uid": uid, "rlimits": rlimits, "sandboxed": self.enabled})] + rest
+        if not self.enabled:
+            return shim
+        home_dest = SANDBOX_HOME
+        rw = {home_dest: self.home, self.rundir: self.rundir}
+        return _bwrap_args(self.ro, rw, self.cwd, uid) + ["--"] + shim
+
+
+def kernel_env(home: str, extra: dict | None = None) -> dict:
+    """The kernel's whole environment: nothing inherited from the instructor's shell."""
+    bindir = os.path.dirname(sys.executable)
+    env = {
+        "PATH": os.pathsep.join([bindir, "/usr/local/bin", "/usr/bin", "/bin"]),
+        "HOME": home,
+        "USER": "student",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "TMPDIR": "/tmp",
+        "PYTHONWARNINGS": "ignore",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONNOUSERSITE": "1",
+        "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+        "MPLCONFIGDIR": os.path.join(home, ".config", "matplotlib"),
+        "IPYTHONDIR": os.path.join(home, ".ipython"),
+        "JUPYTER_CONFIG_DIR": os.path.join(home, ".jupyter"),
+        "JUPYTER_DATA_DIR": os.path.join(home, ".local", "share", "jupyter"),
+        "JUPYTER_RUNTIME_DIR": os.path.join(home, ".local", "share", "jupyter", "runtime"),
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "NUMEXPR_NUM_THREADS": "1",
+        "NBGRADER_EXECUTION": "autograde",
+    }
+    env.update(extra or {})
+    return env
+
+
+# IPython start-up file: quiet warnings before *every* cell (a student's cell may turn them on)
+STARTUP = '''\
+def _autograder_quiet():
+    import logging
+    import warnings
+
+    def quiet(*args, **kwargs):
+        warnings.resetwarnings()
+        warnings.simplefilter("ignore")
+
+    quiet()
+    logging.lastResort.setLevel(logging.CRITICAL)
+    for name in ("matplotlib", "pint", "PIL", "asyncio"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    get_ipython().events.register("pre_run_cell", quiet)
+
+
+_autograder_quiet()
+del _autograder_quiet
+'''
+
+
+@lru_cache(maxsize=1)
+def matplotlib_cache() -> str | None:
+    """A warmed matplotlib font cache, built once per grading process and copied into each
+    sandbox (building it prints 'Matplotlib is building the font cache' to stderr)."""
+    import tempfile
+
+    d = tempfile.mkdtemp(prefix="autograder-mpl-")
+    try:
+        subprocess.run([sys.executable, "-c", "import matplotlib.font_manager"], env={**os.environ, "MPLCONFIGDIR": d},
+                       check=True, capture_output=True, timeout=120)
+    except Exception as e:  # pragma: no cover - matplotlib missing or broken
+        log.warning("could not warm the matplotlib font cache: %s", e)
+        return None
+    return d
+
+
+def prepare_home(home: Path, assignment: str, files_from: Path | None, extra_from: Path | None,
+                 uid: int | None) -> str:
+    """Create the student's private home: <home>/<assignment>/ holding a copy of their files."""
+    work = home / assignment
+    work.mkdir(parents=True, exist_ok=True)
+    for src in (extra_from, files_from):   # the student's own files win over the course's extras
+        if src and src.is_dir():
+            shutil.copytree(src, work, dirs_exist_ok=True, symlinks=False,
+                            ignore=shutil.ignore_patterns(".ipynb_checkpoints", "timestamp.txt"))
+    startup = home / ".ipython" / "profile_default" / "startup"
+    startup.mkdir(parents=True, exist_ok=True)
+    (startup / "00-autograder.py").write_text(STARTUP)
+    mpl = home / ".config" / "matplotlib"
+    mpl.mkdir(parents=True, exist_ok=True)
+    cache = matplotlib_cache()
+    if cache:
+        for f in Path(cache).iterdir():
+            if f.is_file():
+                shutil.copy(f, mpl / f.name)
+    (home / "etc").mkdir(exist_ok=True)
+    if uid is not None:
+        for dirpath, dirnames, filenames in os.walk(home):
+            os.chown(dirpath, uid, uid)
+            for f in filenames:
+                os.chown(os.path.join(dirpath, f), uid, uid, follow_symlinks=False)
+    return str(work)
+
+
+# ---------------------------------------------------------------------------------------------
+# Does bubblewrap work here?
+# ---------------------------------------------------------------------------------------------
+@lru_cache(maxsize=1)
+def probe() -> tuple[bool, str]:
+    """(works, reason). Starts the real sandbox once with Python inside it."""
+    if os.environ.get("AUTOGRADER_NO_SANDBOX"):
+        return False, "AUTOGRADER_NO_SANDBOX is set"
+    if not sys.platform.startswith("linux"):
+        return False, f"bubblewrap needs Linux, this is {sys.platform}"
+    if not bwrap_path():
+        return False, "bubblewrap (bwrap) is not installed: apt-get install bubblewrap"
+    import tempfile
+
+    uid = NOBODY if os.geteuid() == 0 else None
+    with tempfile.TemporaryDirectory(prefix="autograder-probe-") as tmp:
+        home, run = Path(tmp, "home"), Path(tmp, "run")
+        home.mkdir(), run.mkdir()
+        if uid is not None:
+            os.chown(home, uid, uid), os.chown(run, uid, uid)
+            os.chmod(tmp, 0o755)
+        args = _bwrap_args(_python_roots() + package_dirs(), {SANDBOX_HOME: str(home), str(run): str(run)},
+                           SANDBOX_HOME, uid)
+        code = ("import os, socket\n"
+                "if os.getuid() == 0 and %r is not None:\n"
+                "    os.setgroups([]); os.setgid(%r); os.setuid(%r)\n"
+                "open(os.path.join(%r, 'ok'), 'w').write(str(os.getuid()))\n"
+                "try:\n"
+                "    socket.create_connection(('1.1.1.1', 53), timeout=1); print('NET')\n"
+                "except OSError:\n"
+                "    print('NONET')\n") % (uid, uid, uid, str(run))
+        try:
+            p = subprocess.run(args + ["--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--", sys.executable, "-c", code],
+                               capture_output=True, text=True, timeout=60)
+        except Exception as e:
+            return False, f"bubblewrap failed to start: {e}"
+        if p.returncode != 0 or "NONET" not in p.stdout or not (run / "ok").exists():
+            return False, f"bubblewrap failed to start (exit {p.returncode}): {p.stderr.strip()[-400:]}"
+    return True, "bubblewrap " + ("(kernel runs as nobody)" if uid is not None else "(user namespace)")
+
+
+UNSANDBOXED_WARNING = (
+    "\n" + "!" * 78 + "\n"
+    "!! WARNING: students' code runs UNSANDBOXED: {reason}.\n"
+    "!! Submissions can read the solutions, the gradebook and each other's work, and use the\n"
+    "!! network. Time, memory and process limits still apply. Install bubblewrap to fix this.\n"
+    + "!" * 78
+)
+
+
+def make_spec(base: Path, assignment: str, files_from: Path | None, extra_from: Path | None,
+              limits: Limits, sandbox: bool, packages=DEFAULT_PACKAGES) -> SandboxSpec:
+    """Set up the private home and run directory of one submission under `base`."""
+    uid = NOBODY if (sandbox and os.geteuid() == 0) else None
+    home, run = base / "home", base / "run"
+    for d in (home, run):
+        if d.exists():
+            shutil.rmtree(d)
+        d.mkdir(parents=True)
+    host_cwd = prepare_home(home, assignment, files_from, extra_from, uid)
+    if uid is not None:
+        os.chown(run, uid, uid)
+        os.chmod(base, 0o755)
+    inner_home = SANDBOX_HOME if sandbox else str(home)
+    return SandboxSpec(
+        enabled=sandbox,
+        home=str(home),
+        cwd=f"{SANDBOX_HOME}/{assignment}" if sandbox else host_cwd,
+        rundir=str(run),
+        ro=_python_roots() + package_dirs(packages),
+        env=kernel_env(inner_home),
+        limits=asdict(limits),
+        uid=uid,
+        log_file=str(base / "kernel.log"),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernel manager and Execute preprocessor
+# ---------------------------------------------------------------------------------------------
+class SandboxKernelManager(AsyncKernelManager):
+    """An ipykernel started through SandboxSpec.wrap, talking over unix sockets."""
+
+    sandbox_spec = Unicode("", config=True, help="SandboxSpec as JSON")
+
+    @default("transport")
+    def _default_transport(self):
+        return "ipc"
+
+    @default("connection_file")
+    def _default_connection_file(self):
+        return os.path.join(self.spec.rundir, "kernel.json")
+
+    @property
+    def spec(self) -> SandboxSpec:
+        if not hasattr(self, "_spec_cache"):
+            self._spec_cache = SandboxSpec.from_json(self.sandbox_spec)
+        return self._spec_cache
+
+    @property
+    def kernel_spec(self):
+        spec = super().kernel_spec
+        if spec is not None:
+            # a signal would hit bwrap, not the kernel inside it: ask the kernel to interrupt itself
+            spec.interrupt_mode = "message"
+        return spec
+
+    def write_connection_file(self, **kwargs):
+        super().write_connection_file(**kwargs)
+        if self.spec.enabled and self.spec.uid is not None:
+            os.chown(self.connection_file, self.spec.uid, self.spec.uid)
+
+    def format_kernel_cmd(self, extra_arguments=None):
+        return self.spec.wrap(super().format_kernel_cmd(extra_arguments))
+
+    def kill_now(self) -> None:
+        """SIGKILL the kernel's whole process group (bwrap and everything inside it)."""
+        proc = getattr(self.provisioner, "process", None) if self.provisioner else None
+        if proc is None:
+            return
+        try:
+            os.killpg(getattr(self.provisioner, "pgid", None) or proc.pid, signal.SIGKILL)
+        except OSError:
+            try:
+                proc.kill()
+            except OSError:
+                pass
+
+    async def _async_pre_start_kernel(self, **kw):
+        spec = self.spec
+        kw["env"] = dict(spec.env)
+        kw["cwd"] = spec.home if spec.enabled else spec.cwd   # outer cwd; inside: --chdir
+        if spec.log_file:
+            out = open(spec.log_file, "ab")
+            kw["stdout"] = out
+            kw["stderr"] = subprocess.STDOUT
+        kw["stdin"] = subprocess.DEVNULL
+        return await super()._async_pre_start_kernel(**kw)
+
+
+def _error_output(ename: str, evalue: str) -> NotebookNode:
+    return NotebookNode(output_type="error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
+
+
+_WARNING_LINE = re.compile(r"^\S.*:\d+: \w*Warning: ")
+
+
+def strip_warnings(text: str) -> str:
+    """Drop Python warning messages (`file:line: XWarning: msg` and the source line after it)."""
+    out, skip_indented = [], False
+    for line in text.splitlines(keepends=True):
+        if _WARNING_LINE.match(line):
+            skip_indented = True
+            continue
+        if skip_indented and line.startswith((" ", "\t")):
+            continue
+        skip_indented = False
+        out.append(line)
+    return "".join(out)
+
+
+def capture_expression(names: list[str]) -> str:
+    """One expression returning JSON {name: [type, str, number|None, units]} for defined names."""
+    parts = []
+    for n in names:
+        parts.append(
+            f"'{n}': (lambda v: [type(v).__name__, str(v)[:200], "
+            f"(lambda m: float(m) if isinstance(m, (int, float)) and not isinstance(m, bool) else None)(getattr(v, 'magnitude', v)), "
+            f"str(getattr(v, 'units', ''))])({n}) if '{n}' in globals() else None"
+        )
+    return "__import__('json').dumps({" + ", ".join(parts) + "}, default=str)"
+
+
+class SandboxedExecute(Execute):
+    """nbgrader's Execute with the sandboxed kernel, a notebook wall clock, warning-proof test
+    cells, and a record of the answer variables' values (for the misconception report)."""
+
+    sandbox_spec = Unicode("", config=True)
+    notebook_timeout = Integer(900, config=True)
+    capture_names = List(Unicode(), [], config=True)
+    grade_cell_warnings = Bool(True, config=True, help="remove warning text from test cells' stderr")
+
+    def __init__(self, *args, **kwargs):
+        kwargs["kernel_manager_class"] = SandboxKernelManager
+        super().__init__(*args, **kwargs)
+
+    def create_kernel_manager(self):
+        km = super().create_kernel_manager()
+        km.sandbox_spec = self.sandbox_spec
+        return km
+
+    def preprocess(self, nb, resources=None, km=None):
+        from nbclient import NotebookClient
+        from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+        NotebookClient.__init__(self, nb, km)
+        self.reset_execution_trackers()
+        self._check_assign_resources(resources)
+        captured, killed, stopped = None, threading.Event(), None
+        with self.setup_kernel():
+            assert self.kc
+            timer = threading.Timer(self.notebook_timeout, self._kill, args=(killed,))
+            timer.daemon = True
+            timer.start()
+            try:
+                info_msg = self.wait_for_reply(self.kc.kernel_info())
+                self.nb.metadata["language_info"] = info_msg["content"]["language_info"]
+                for index, cell in enumerate(self.nb.cells):
+                    if stopped:
+                        if cell.cell_type == "code":
+                            cell.outputs = [_error_output("CellNotRun", f"not run: {stopped}")]
+                            cell.execution_count = None
+                        continue
+                    try:
+                        self.preprocess_cell(cell, resources, index)
+                    except (CellTimeoutError, DeadKernelError) as e:
+                        if killed.is_set():
+                            stopped = f"the notebook ran past its time limit ({self.notebook_timeout} s)"
+                        elif isinstance(e, CellTimeoutError):
+                            stopped = (f"the cell ran past its time limit ({self.timeout} s) and did not "
+                                       "stop when interrupted")
+                        else:
+                            stopped = "the kernel died (out of memory or crashed)"
+                        log.warning("%s: %s", stopped, e)
+                        self.km.kill_now()
+                        cell.outputs = list(cell.get("outputs", [])) + [_error_output("KernelStopped", stopped)]
+                if self.capture_names and not stopped:
+                    captured = self._capture()
+            finally:
+                timer.cancel()
+        self.set_widgets_metadata()
+        if self.grade_cell_warnings:
+            self._strip_grade_cell_warnings()
+        meta = self.nb.metadata.setdefault("autograder", {})
+        meta["values"] = captured or {}
+        meta["sandboxed"] = SandboxSpec.from_json(self.sandbox_spec).enabled
+        if stopped:
+            meta["stopped"] = stopped
+        return self.nb, self.resources
+
+    def _kill(self, killed):
+        killed.set()
+        log.warning("notebook time limit (%s s) reached: killing the kernel", self.notebook_timeout)
+        try:
+            self.km.kill_now()
+        except Exception as e:  # pragma: no cover
+            log.warning("could not kill the kernel: %s", e)
+
+    def _capture(self):
+        try:
+            msg_id = self.kc.execute("", silent=True, store_history=False,
+                                     user_expressions={"values": capture_expression(self.capture_names)})
+            reply = self.wait_for_reply(msg_id, timeout=30)
+            res = reply["content"]["user_expressions"]["values"]
+            if res.get("status") != "ok":
+                return None
+            return json.loads(ast.literal_eval(res["data"]["text/plain"]))
+        except Exception as e:
+            log.info("could not record the answer values: %s", e)
+            return None
+
+    def _strip_grade_cell_warnings(self):
+        for cell in self.nb.cells:
+            if cell.cell_type != "code" or not cell.metadata.get("nbgrader", {}).get("grade"):
+                continue
+            kept = []
+            for out in cell.get("outputs", []):
+                if out.get("output_type") == "stream" and out.get("name") == "stderr":
+                    rest = strip_warnings(out.get("text", ""))
+                    if not rest.strip():
+                        continue
+                    out["text"] = rest
+                kept.append(out)
+            cell.outputs = kept
