@@ -62,7 +62,29 @@ def autograde_config(root: Path, spec_json: str, limits: Limits, capture: list[s
     c.SandboxedExecute.startup_timeout = limits.startup_timeout
     c.SandboxedExecute.notebook_timeout = limits.notebook_timeout
     c.SandboxedExecute.capture_names = capture
+    c.SandboxedExecute.shutdown_kernel = "immediate"   # the sandbox is thrown away anyway
     return c
+
+
+_FAST_SQLITE = False
+
+
+def _fast_private_gradebooks() -> None:
+    """In a worker every gradebook is a private throw-away copy: skip fsync on its ~50 commits."""
+    global _FAST_SQLITE
+    if _FAST_SQLITE:
+        return
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    @event.listens_for(Engine, "connect")
+    def _pragmas(dbapi_connection, _record):
+        cur = dbapi_connection.cursor()
+        cur.execute("PRAGMA synchronous=OFF")
+        cur.execute("PRAGMA journal_mode=MEMORY")
+        cur.close()
+
+    _FAST_SQLITE = True
 
 
 def read_submission(db_url: str, assignment: str, student: str) -> dict | None:
@@ -92,6 +114,7 @@ def grade_one(job: dict) -> dict:
     from nbgrader.apps import NbGraderAPI
 
     t0 = time.monotonic()
+    _fast_private_gradebooks()
     a, student = job["assignment"], job["student"]
     base = Path(job["work"]) / "students" / student
     if base.exists():

@@ -575,13 +575,13 @@ class SandboxedExecute(Execute):
         try:
             msg_id = self.kc.execute("", silent=True, store_history=False,
                                      user_expressions={"values": capture_expression(self.capture_names)})
-            reply = self.wait_for_reply(msg_id, timeout=30)
+            reply = self.wait_for_reply(msg_id)
             res = reply["content"]["user_expressions"]["values"]
             if res.get("status") != "ok":
                 return None
             return json.loads(ast.literal_eval(res["data"]["text/plain"]))
         except Exception as e:
-            log.info("could not record the answer values: %s", e)
+            log.warning("could not record the answer values: %s", e)
             return None
 
     def _strip_grade_cell_warnings(self):

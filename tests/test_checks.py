@@ -28,6 +28,9 @@ def test_wrong_numbers_get_a_hint_not_the_answer():
     assert "153" not in str(e.value)
     with pytest.raises(AssertionError, match="GiB"):
         check_number(16.06 / 1.073741824, Q_(16.06, "GB"))
+    with pytest.raises(AssertionError) as e:  # 6.9% off is not the GB/GiB slip
+        check_number(16.06, Q_(15.02, "GB"))
+    assert "GiB" not in str(e.value)
     with pytest.raises(AssertionError, match="do not convert"):
         check_number(Q_(1, "ms"), Q_(153, "FLOP/byte"))
 

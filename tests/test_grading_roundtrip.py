@@ -233,7 +233,9 @@ def test_edited_test_cells_are_graded_by_the_original(graded, a):
     edited, _ = graded["plans"][(a, "tamper")]
     for g in edited:
         assert s[g].max == wrong[g].max, f"{a}: editing {g}'s points changed its max score to {s[g].max}"
-        assert s[g].auto == wrong[g].auto == 0, (
+        assert wrong[g].auto == 0, (
+            f"{a}: cannot check {g}: the WRONG answer already passes the original test")
+        assert s[g].auto == 0, (
             f"{a}: {g} replaced by 'pass' scored {s[g].auto}; nbgrader must restore the locked source")
 
 
