@@ -18,8 +18,11 @@ venv: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
+# Jupyter refuses to run as root unless told; containers often are root.
+ROOTFLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab $(ROOTFLAG) notebooks/
 
 # Regenerate the student notebooks in notebooks/ from the nbgrader sources in solutions/.
 release: $(STAMP)

@@ -77,6 +77,9 @@ class Course:
         c.CourseDirectory.submitted_directory = "submitted"
         c.CourseDirectory.autograded_directory = "autograded"
         c.CourseDirectory.feedback_directory = "feedback"
+        # the nbgrader exchange is not used for grading; point it at an empty folder of ours
+        (self.state / "exchange").mkdir(parents=True, exist_ok=True)
+        c.Exchange.root = str(self.state / "exchange")
         return c
 
     def students(self, assignment: str) -> list[str]:

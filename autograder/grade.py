@@ -45,7 +45,7 @@ log = logging.getLogger("autograder")
 # ---------------------------------------------------------------------------------------------
 # The worker: one submission, one private course
 # ---------------------------------------------------------------------------------------------
-def autograde_config(root: Path, spec_json: str, limits: Limits, capture: list[str]):
+def autograde_config(root: Path, spec_json: str, limits: Limits, capture: dict):
     """nbgrader Config of a worker's private course: nbgrader's autograde pipeline with
     Execute replaced by SandboxedExecute."""
     from nbconvert.preprocessors import ClearMetadataPreprocessor
@@ -55,13 +55,14 @@ def autograde_config(root: Path, spec_json: str, limits: Limits, capture: list[s
     from .sandbox import SandboxedExecute
 
     c = nbgrader_config(root)
+    (root / "exchange").mkdir(exist_ok=True)
     c.Autograde.autograde_preprocessors = [SandboxedExecute, IgnorePattern, ClearMetadataPreprocessor,
                                            LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
     c.SandboxedExecute.sandbox_spec = spec_json
     c.SandboxedExecute.timeout = limits.cell_timeout
     c.SandboxedExecute.startup_timeout = limits.startup_timeout
     c.SandboxedExecute.notebook_timeout = limits.notebook_timeout
-    c.SandboxedExecute.capture_names = capture
+    c.SandboxedExecute.capture = json.dumps(capture)
     c.SandboxedExecute.shutdown_kernel = "immediate"   # the sandbox is thrown away anyway
     return c
 
@@ -106,6 +107,12 @@ def read_submission(db_url: str, assignment: str, student: str) -> dict | None:
                 "comments": {c.name: {"auto_comment": c.auto_comment} for c in nb.comments},
             }
         return data
+
+
+def capture_map(course: Course, assignment: str) -> dict:
+    """{answer cell grade_id: [its answer variables]} over the assignment's notebooks."""
+    return {cell.grade_id: cell.variables for nb in course.notebooks(assignment)
+            for cell in answer_cells(course.source / assignment / f"{nb}.ipynb") if cell.variables}
 
 
 def grade_one(job: dict) -> dict:
@@ -163,10 +170,30 @@ def grade_one(job: dict) -> dict:
 # ---------------------------------------------------------------------------------------------
 # Merge into the course gradebook: one transaction per student
 # ---------------------------------------------------------------------------------------------
+def _add_submission(db, assignment, student) -> None:
+    """nbgrader's Gradebook.add_submission without its commit: the new submission mirrors the
+    assignment (a Grade per grade cell, a Comment per solution cell), flushed but uncommitted."""
+    from nbgrader.api import Comment, Grade, SubmittedAssignment, SubmittedNotebook
+
+    with db.no_autoflush:
+        sub = SubmittedAssignment(assignment=assignment, student=student)
+        for notebook in assignment.notebooks:
+            nb = SubmittedNotebook(notebook=notebook, assignment=sub)
+            for cell in notebook.grade_cells:
+                Grade(cell_id=cell.id, notebook=nb)
+            for cell in notebook.solution_cells:
+                Comment(cell_id=cell.id, notebook=nb)
+            for cell in notebook.task_cells:
+                Comment(cell_id=cell.id, notebook=nb)
+                Grade(cell_id=cell.id, notebook=nb)
+        db.add(sub)
+    db.flush()
+    db.expire_all()    # so that the new rows load their relationships (a Grade's cell, its name)
+
+
 def merge_submission(db_url: str, assignment: str, student: str, data: dict) -> None:
     from nbgrader import utils
-    from nbgrader.api import (Comment, Grade, Gradebook, MissingEntry, Student, SubmittedAssignment,
-                              SubmittedNotebook)
+    from nbgrader.api import Gradebook, MissingEntry, Student
 
     with Gradebook(db_url) as gb:
         db = gb.db
@@ -179,19 +206,7 @@ def merge_submission(db_url: str, assignment: str, student: str, data: dict) -> 
             try:
                 sub = gb.find_submission(assignment, student)
             except MissingEntry:
-                sub = SubmittedAssignment(assignment=gb.find_assignment(assignment), student=st)
-                for notebook in sub.assignment.notebooks:
-                    nb = SubmittedNotebook(notebook=notebook, assignment=sub)
-                    for cell in notebook.grade_cells:
-                        Grade(cell_id=cell.id, notebook=nb)
-                    for cell in notebook.solution_cells:
-                        Comment(cell_id=cell.id, notebook=nb)
-                    for cell in notebook.task_cells:
-                        Comment(cell_id=cell.id, notebook=nb)
-                        Grade(cell_id=cell.id, notebook=nb)
-                db.add(sub)
-                db.flush()          # (still inside this transaction) so that the new rows load
-                db.expire_all()     # their relationships (a Grade's cell, hence its name)
+                _add_submission(db, gb.find_assignment(assignment), st)
                 sub = gb.find_submission(assignment, student)
             if data.get("timestamp"):
                 sub.timestamp = utils.parse_utc(data["timestamp"])
@@ -347,8 +362,7 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
         summary.seconds = time.monotonic() - t0
         return summary
 
-    capture = sorted({v for nb in course.notebooks(assignment)
-                      for cell in answer_cells(course.source / assignment / f"{nb}.ipynb") for v in cell.variables})
+    capture = capture_map(course, assignment)
     matplotlib_cache()   # warm once, before the workers fork
     work = Path(tempfile.mkdtemp(prefix="autograder-grade-"))
     os.chmod(work, 0o755)

@@ -71,6 +71,36 @@ def generate(dest: Path = RELEASE, only: list[str] | None = None, source: Path =
     return written
 
 
+def release_to_exchange(names: list[str], exchange: Path, release: Path = RELEASE, course_id: str = "roofline",
+                        source: Path = SOURCE) -> list[Path]:
+    """Copy released assignments into an nbgrader exchange (`nbgrader release_assignment`):
+    <exchange>/<course_id>/outbound/<assignment>/, where students' `nbgrader fetch_assignment`
+    finds them. The assignment is recorded in a throw-away gradebook (nbgrader checks it)."""
+    from nbgrader.api import Gradebook
+    from nbgrader.apps import NbGraderAPI
+
+    ensure_tools_on_path()
+    exchange = Path(exchange)
+    exchange.mkdir(parents=True, exist_ok=True)
+    out = []
+    with tempfile.TemporaryDirectory(prefix="release-") as tmp:
+        c = nbgrader_config(Path(tmp), source=str(Path(source).resolve()), release=str(Path(release).resolve()))
+        c.CourseDirectory.course_id = course_id
+        c.Exchange.root = str(exchange)
+        c.Exchange.assignment_dir = tmp
+        c.ExchangeReleaseAssignment.force = True     # releasing again replaces the old copy
+        api = NbGraderAPI(config=c)
+        for a in names:
+            with Gradebook(c.CourseDirectory.db_url, course_id) as gb:
+                gb.update_or_create_assignment(a)
+            result = api.release_assignment(a)
+            if not result["success"]:
+                raise RuntimeError(f"nbgrader release_assignment {a} failed:\n{result.get('log', '')}\n"
+                                   f"{result.get('error', '')}")
+            out.append(exchange / course_id / "outbound" / a)
+    return out
+
+
 if __name__ == "__main__":
     for p in generate():
         print(p.relative_to(REPO))

@@ -502,7 +502,8 @@ class SandboxedExecute(Execute):
 
     sandbox_spec = Unicode("", config=True)
     notebook_timeout = Integer(900, config=True)
-    capture_names = List(Unicode(), [], config=True)
+    capture = Unicode("{}", config=True, help="JSON {answer grade_id: [variable, ...]}: values to record "
+                      "right after each of those cells ran (for the misconception report)")
     grade_cell_warnings = Bool(True, config=True, help="remove warning text from test cells' stderr")
 
     def __init__(self, *args, **kwargs):
@@ -521,7 +522,8 @@ class SandboxedExecute(Execute):
         NotebookClient.__init__(self, nb, km)
         self.reset_execution_trackers()
         self._check_assign_resources(resources)
-        captured, killed, stopped = None, threading.Event(), None
+        captured, killed, stopped = {}, threading.Event(), None
+        capture = json.loads(self.capture or "{}")
         with self.setup_kernel():
             assert self.kc
             timer = threading.Timer(self.notebook_timeout, self._kill, args=(killed,))
@@ -538,6 +540,9 @@ class SandboxedExecute(Execute):
                         continue
                     try:
                         self.preprocess_cell(cell, resources, index)
+                        names = capture.get(cell.metadata.get("nbgrader", {}).get("grade_id"))
+                        if names and cell.cell_type == "code":
+                            captured.update(self._capture(names))
                     except (CellTimeoutError, DeadKernelError) as e:
                         if killed.is_set():
                             stopped = f"the notebook ran past its time limit ({self.notebook_timeout} s)"
@@ -549,15 +554,13 @@ class SandboxedExecute(Execute):
                         log.warning("%s: %s", stopped, e)
                         self.km.kill_now()
                         cell.outputs = list(cell.get("outputs", [])) + [_error_output("KernelStopped", stopped)]
-                if self.capture_names and not stopped:
-                    captured = self._capture()
             finally:
                 timer.cancel()
         self.set_widgets_metadata()
         if self.grade_cell_warnings:
             self._strip_grade_cell_warnings()
         meta = self.nb.metadata.setdefault("autograder", {})
-        meta["values"] = captured or {}
+        meta["values"] = captured
         meta["sandboxed"] = SandboxSpec.from_json(self.sandbox_spec).enabled
         if stopped:
             meta["stopped"] = stopped
@@ -571,18 +574,20 @@ class SandboxedExecute(Execute):
         except Exception as e:  # pragma: no cover
             log.warning("could not kill the kernel: %s", e)
 
-    def _capture(self):
+    def _capture(self, names) -> dict:
+        """Values of `names` in the student's kernel now ({} if that fails)."""
         try:
             msg_id = self.kc.execute("", silent=True, store_history=False,
-                                     user_expressions={"values": capture_expression(self.capture_names)})
+                                     user_expressions={"values": capture_expression(names)})
             reply = self.wait_for_reply(msg_id)
             res = reply["content"]["user_expressions"]["values"]
             if res.get("status") != "ok":
-                return None
-            return json.loads(ast.literal_eval(res["data"]["text/plain"]))
+                return {}
+            values = json.loads(ast.literal_eval(res["data"]["text/plain"]))
+            return {k: v for k, v in values.items() if k in names}
         except Exception as e:
             log.warning("could not record the answer values: %s", e)
-            return None
+            return {}
 
     def _strip_grade_cell_warnings(self):
         for cell in self.nb.cells:

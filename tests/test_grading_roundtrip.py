@@ -11,6 +11,9 @@ assignment, submissions from four "students", autograde, then read the scores fr
                    to 100, every other hidden test edited to ``pass``, and one hidden and one
                    visible test cell deleted. nbgrader must grade the edited cells with the
                    original tests; a deleted cell must never score more than the original would.
+
+With the WRONG answers, only hidden tests may raise: verify cells must survive any well-formed
+answer.
 """
 from __future__ import annotations
 
@@ -260,3 +263,18 @@ def test_deleted_test_cells_never_gain_points(graded, a):
     total = sum(v.auto or 0 for v in autograded(s).values())
     assert total <= sum(v.auto or 0 for v in autograded(wrong).values()), (
         f"{a}: tampering with test cells raised the total")
+
+
+@pytest.mark.parametrize("a", ASSIGNMENTS)
+def test_wrong_answers_break_only_the_hidden_tests(graded, a):
+    """With well-formed wrong answers every other cell (verify cells above all) still runs."""
+    scores(graded, a, "wrong")
+    path = next((graded["root"] / "autograded" / "wrong" / a).glob("*.ipynb"))
+    nb = nbformat.read(path, as_version=4)
+    broken = []
+    for i, cell in enumerate(nb.cells):
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        gid = meta(cell).get("grade_id", f"cell {i}")
+        if errors and not gid.endswith("_correct"):
+            broken.append(f"{gid}: {errors[0].get('ename')}: {errors[0].get('evalue', '')[:200]}")
+    assert not broken, f"{a}: with the WRONG answers these cells raise: " + "; ".join(broken)

@@ -1,0 +1,208 @@
+"""python -m autograder release | collect | grade | feedback | export | report
+
+The course is this repository unless --root says where the grading data lives (submitted/,
+autograded/, feedback/, gradebook.db, reports/); sources stay in solutions/ (--source) and the
+student release in notebooks/ (--release-dir). AUTOGRADER_ROOT sets --root too.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+from .course import Course, default_jobs
+from .release import RELEASE, REPO, SOURCE
+
+
+def _course(args) -> Course:
+    root = args.root or os.environ.get("AUTOGRADER_ROOT") or REPO
+    return Course(root=Path(root), source=Path(args.source), release=Path(args.release_dir))
+
+
+def _limits(args):
+    from .sandbox import Limits
+
+    return Limits(cell_timeout=args.timeout, notebook_timeout=args.notebook_timeout, memory_mb=args.memory,
+                  tasks=args.tasks)
+
+
+def _assignment_names(course: Course, names: list[str], all_: bool) -> list[str]:
+    known = course.assignments()
+    if all_:
+        return known
+    if not names:
+        raise SystemExit("name an assignment (or --all): " + ", ".join(known))
+    for n in names:
+        if n not in known:
+            raise SystemExit(f"unknown assignment {n!r}; the assignments are: {', '.join(known)}")
+    return names
+
+
+def cmd_release(args) -> int:
+    from .release import generate, release_to_exchange
+
+    course = _course(args)
+    names = _assignment_names(course, args.assignment, args.all)
+    for p in generate(dest=course.release, only=names, source=course.source):
+        print(f"released {p}")
+    exchange = args.exchange or os.environ.get("AUTOGRADER_EXCHANGE")
+    if exchange:
+        for p in release_to_exchange(names, Path(exchange), release=course.release, source=course.source):
+            print(f"in the exchange: {p}")
+    return 0
+
+
+def cmd_collect(args) -> int:
+    from .collect import collect
+
+    course = _course(args)
+    _assignment_names(course, [args.assignment], False)
+    report = collect(course, args.assignment, Path(args.source_dir))
+    print(report.format())
+    return 0
+
+
+def cmd_grade(args) -> int:
+    from .grade import grade, write_grades_csv
+
+    course = _course(args)
+    _assignment_names(course, [args.assignment], False)
+    if args.submissions:
+        from .collect import collect
+
+        print(collect(course, args.assignment, Path(args.submissions)).format())
+    sandbox = False if args.no_sandbox else (True if args.require_sandbox else None)
+    s = grade(course, args.assignment, students=args.student or None, jobs=args.jobs, limits=_limits(args),
+              force=args.force, sandbox=sandbox, progress=not args.quiet)
+    print(f"{args.assignment}: graded {len(s.graded)}, up to date {len(s.skipped)}, failed {len(s.failed)} "
+          f"in {s.seconds:.1f} s with {s.jobs} worker(s); "
+          + ("sandboxed (" + s.sandbox_reason + ")" if s.sandboxed else "NOT SANDBOXED"))
+    for student, why in sorted(s.stopped.items()):
+        for nb, reason in why.items():
+            print(f"  stopped early: {student} {nb}: {reason}")
+    for student, why in sorted(s.failed.items()):
+        print(f"  FAILED: {student}: {why}  (log: {course.state / args.assignment / 'logs' / (student + '.log')})")
+    if args.out:
+        print(f"grades written to {write_grades_csv(course, args.assignment, Path(args.out))}")
+    return 1 if s.failed else 0
+
+
+def cmd_feedback(args) -> int:
+    from .feedback import feedback
+
+    course = _course(args)
+    _assignment_names(course, [args.assignment], False)
+    r = feedback(course, args.assignment, students=args.student or None, jobs=args.jobs)
+    print(f"{args.assignment}: {len(r['written'])} feedback page(s) in {course.feedback}")
+    for s, why in sorted(r["failed"].items()):
+        print(f"  FAILED: {s}: {why}")
+    for page, lines in sorted(r["leaks"].items()):
+        print(f"  WITHHELD {page}: it still showed hidden-test lines ({len(lines)})")
+    return 1 if r["failed"] or r["leaks"] else 0
+
+
+def cmd_export(args) -> int:
+    from .export import export
+
+    course = _course(args)
+    out = Path(args.out) if args.out else course.root / "grades.csv"
+    print(f"grades written to {export(course, out, with_max=args.with_max)}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from .report import format_report, report
+
+    course = _course(args)
+    _assignment_names(course, [args.assignment], False)
+    print(format_report(report(course, args.assignment, Path(args.out) if args.out else None)))
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--root", help="where the grading data lives (default: the repository, or $AUTOGRADER_ROOT)")
+    common.add_argument("--source", default=str(SOURCE), help="the instructor notebooks (default: solutions/)")
+    common.add_argument("--release-dir", default=str(RELEASE), help="the student release (default: notebooks/)")
+    common.add_argument("-v", "--verbose", action="store_true")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    r = sub.add_parser("release", parents=[common], help="student notebooks into notebooks/ (and the exchange)")
+    r.add_argument("assignment", nargs="*")
+    r.add_argument("--all", action="store_true", help="every assignment in solutions/")
+    r.add_argument("--exchange", help="also release into this nbgrader exchange (or $AUTOGRADER_EXCHANGE)")
+    r.set_defaults(func=cmd_release)
+
+    c = sub.add_parser("collect", parents=[common], help="submissions from SOURCE/<student>/<notebook>.ipynb or an LMS zip")
+    c.add_argument("assignment")
+    c.add_argument("source_dir", metavar="SOURCE")
+    c.set_defaults(func=cmd_collect)
+
+    g = sub.add_parser("grade", parents=[common], help="autograde every submission, in parallel, sandboxed")
+    g.add_argument("assignment")
+    g.add_argument("--submissions", help="collect from this folder / zip first")
+    g.add_argument("--out", help="write this assignment's grades CSV here")
+    g.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="parallel workers (default: CPU cores)")
+    g.add_argument("--student", action="append", help="grade only this student (repeatable)")
+    g.add_argument("--force", action="store_true", help="regrade submissions that are up to date")
+    g.add_argument("--timeout", type=int, default=120, help="seconds per cell (default 120)")
+    g.add_argument("--notebook-timeout", type=int, default=900, help="seconds per notebook (default 900)")
+    g.add_argument("--memory", type=int, default=4096, help="MB of address space per kernel (default 4096)")
+    g.add_argument("--tasks", type=int, default=256, help="threads + processes per kernel (default 256)")
+    sb = g.add_mutually_exclusive_group()
+    sb.add_argument("--no-sandbox", action="store_true", help="run students' code unsandboxed (not advised)")
+    sb.add_argument("--require-sandbox", action="store_true", help="fail rather than run unsandboxed")
+    g.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    g.set_defaults(func=cmd_grade)
+
+    f = sub.add_parser("feedback", parents=[common], help="HTML feedback per student, hidden tests removed")
+    f.add_argument("assignment")
+    f.add_argument("--student", action="append")
+    f.add_argument("-j", "--jobs", type=int, default=default_jobs())
+    f.set_defaults(func=cmd_feedback)
+
+    e = sub.add_parser("export", parents=[common], help="grades CSV: a row per student, a column per notebook")
+    e.add_argument("--out", help="default: <root>/grades.csv")
+    e.add_argument("--with-max", action="store_true", help="add a last row with the maximum scores")
+    e.set_defaults(func=cmd_export)
+
+    m = sub.add_parser("report", parents=[common], help="misconception report and score distribution")
+    m.add_argument("assignment")
+    m.add_argument("--out", help="folder (default: <root>/reports/<assignment>/)")
+    m.set_defaults(func=cmd_report)
+    return p
+
+
+def quiet_nbgrader(verbose: bool = False) -> None:
+    """nbgrader logs every step (and a warning for each hidden-test cell, whose checksum differs
+    from the release by design) to the console; each student's log is kept in
+    autograded/.autograder/<assignment>/logs/ instead."""
+    import warnings
+
+    try:
+        from sqlalchemy.exc import SAWarning
+
+        warnings.filterwarnings("ignore", category=SAWarning)
+    except ImportError:  # pragma: no cover
+        pass
+    if not verbose:
+        tl = logging.getLogger("traitlets")
+        tl.propagate = False
+        if not any(isinstance(h, logging.NullHandler) for h in tl.handlers):
+            tl.addHandler(logging.NullHandler())
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    quiet_nbgrader(args.verbose)
+    return args.func(args) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
