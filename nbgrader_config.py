@@ -16,3 +16,5 @@ c.CourseDirectory.db_url = "sqlite:///" + os.path.join(c.CourseDirectory.root, "
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 c.Execute.timeout = 120
+# A submission that deletes a test cell is still graded by the original test: put it back.
+c.OverwriteCells.add_missing_cells = True

@@ -162,6 +162,20 @@ class Performance:
         """FLOP/s achieved at the roofline: FLOPs / latency (≤ min(peak, bandwidth · intensity))."""
         return Q_(self.flops_si / self.latency_si / 1e12, "TFLOP/s")
 
+    @property
+    def bytes_breakdown(self) -> dict:
+        """What ``bytes`` is made of, in MB: weights (once per batch), activations read and
+        written, KV cache read and written, and embedding rows gathered (all per sample)."""
+        w, a, kv = self.precisions.bytes
+        t, b = self._table, self.batch_size
+        parts = {
+            "weights": traffic(t, b, w, 0, 0)[1] - _sums(t)["gathered"] * w * b,
+            "activations": traffic(t, b, 0, a, 0)[1],
+            "kv_cache": traffic(t, b, 0, 0, kv)[1],
+            "gathered": _sums(t)["gathered"] * w * np.asarray(b, dtype=float),
+        }
+        return {k: Q_(v / 1e6, "MB") for k, v in parts.items()}
+
     # per layer
     def _per_layer(self):
         if self._layer_times is None:

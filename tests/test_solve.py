@@ -37,6 +37,17 @@ def test_resnet50_batch1_on_a100_counts_weights_and_activations():
     assert p.arithmetic_intensity.m < p.ridge_point.m
 
 
+def test_bytes_breakdown_adds_up():
+    for model in ("ResNet50", "Llama3_8B", "Mixtral_8x7B"):
+        p = solve(model, "H100", batch_size=8)
+        parts = p.bytes_breakdown
+        assert sum(v.m_as("byte") for v in parts.values()) == pytest.approx(p.bytes_si)
+    m = Models.ResNet50
+    parts = solve(m, "A100", batch_size=4).bytes_breakdown
+    assert parts["activations"].m_as("byte") == pytest.approx(4 * 2 * sum(l.activations for l in m.layers))
+    assert parts["weights"].m_as("byte") == pytest.approx(2 * m.parameters)
+
+
 def test_decode_speedup_a100_to_h100_is_the_bandwidth_ratio_not_the_flop_ratio():
     s = speedup(Models.Llama3_8B, Hardware.A100, Hardware.H100, batch_size=1)
     assert s == pytest.approx(3.35 / 2.039, rel=0.001)  # 1.64
