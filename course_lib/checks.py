@@ -31,6 +31,9 @@ def normalize_regime(answer) -> str:
     """'Memory Bound', 'memory', 'MEMORY-BOUND' → 'memory-bound' (also compute-, communication-).
 
     Raises ValueError for anything else.
+
+    >>> normalize_regime("compute")
+    'compute-bound'
     """
     if not isinstance(answer, str):
         raise ValueError(f"a regime is a string such as 'memory-bound' or 'compute-bound', got {answer!r}")
@@ -44,7 +47,11 @@ def normalize_regime(answer) -> str:
 
 
 def normalize_choice(answer, choices) -> str:
-    """Match `answer` to one of `choices` ignoring case, spaces, dashes and underscores."""
+    """Match `answer` to one of `choices` ignoring case, spaces, dashes and underscores.
+
+    >>> normalize_choice("Pre fill", ["prefill", "decode"])
+    'prefill'
+    """
     key = lambda s: re.sub(r"[\s_\-]+", "", str(s).lower())  # noqa: E731
     table = {key(c): c for c in choices}
     if key(answer) not in table:
@@ -62,7 +69,13 @@ def _check_reason(reasoning):
 
 # ---- form checks: visible tests, no answer given away ------------------------------------
 def check_form_regime(prediction, reasoning) -> None:
-    """The prediction names a regime and comes with a reason."""
+    """The prediction names a regime and comes with a reason.
+
+    >>> check_form_regime("memory", "intensity is far below the ridge point")
+    >>> check_form_regime("memory", "")
+    Traceback (most recent call last):
+    AssertionError: Write a one-line reason for your prediction (a sentence, not a placeholder): the point of predicting is to commit to *why*.
+    """
     try:
         normalize_regime(prediction)
     except ValueError as e:
@@ -71,7 +84,10 @@ def check_form_regime(prediction, reasoning) -> None:
 
 
 def check_form_choice(prediction, choices, reasoning=None) -> None:
-    """The prediction is one of `choices` (and has a reason if one is asked for)."""
+    """The prediction is one of `choices` (and has a reason if one is asked for).
+
+    >>> check_form_choice("Above", ("above", "below"))
+    """
     try:
         normalize_choice(prediction, choices)
     except ValueError as e:
@@ -81,7 +97,13 @@ def check_form_choice(prediction, choices, reasoning=None) -> None:
 
 
 def check_form_number(prediction, units=None, reasoning=None) -> None:
-    """The prediction is a finite number, or a Quantity convertible to `units`."""
+    """The prediction is a finite number, or a Quantity convertible to `units`.
+
+    >>> check_form_number(Q_(4.5, "ms"), "ms")
+    >>> check_form_number(Q_(4.5, "GB"), "ms")
+    Traceback (most recent call last):
+    AssertionError: Your answer has units GB, which cannot be converted to ms. Check what the question asks for.
+    """
     if is_quantity(prediction):
         if units is not None:
             assert prediction.check(Q_(1, units).dimensionality), (
@@ -99,7 +121,10 @@ def check_form_number(prediction, units=None, reasoning=None) -> None:
 
 # ---- correctness checks: hidden tests -----------------------------------------------------
 def check_regime(prediction, truth) -> None:
-    """The predicted regime equals `truth` (a regime string or anything with ``.bottleneck``)."""
+    """The predicted regime equals `truth` (a regime string or anything with ``.bottleneck``).
+
+    >>> check_regime("Memory Bound", "memory-bound")
+    """
     truth = normalize_regime(getattr(truth, "bottleneck", truth))
     try:
         got = normalize_regime(prediction)
@@ -111,6 +136,10 @@ def check_regime(prediction, truth) -> None:
 
 
 def check_choice(prediction, truth, choices) -> None:
+    """The prediction is the same choice as `truth`.
+
+    >>> check_choice("DECODE", "decode", ("prefill", "decode"))
+    """
     try:
         got = normalize_choice(prediction, choices)
     except ValueError as e:
@@ -135,6 +164,11 @@ def check_number(answer, truth, rel_tol: float = 0.02, units: str | None = None)
     `truth` is a Quantity or a float. A bare-number answer is read in `units` if given, else
     in the truth's units; a Quantity answer is converted, so 153, Q_(153, "FLOP/byte") and
     Q_(0.153, "kFLOP/byte") all match a truth of 153 FLOP/byte.
+
+    >>> check_number(Q_(0.153, "kFLOP/byte"), Q_(153.0, "FLOP/byte"))
+    >>> check_number(306, Q_(153.0, "FLOP/byte"))
+    Traceback (most recent call last):
+    AssertionError: Your value (read in FLOP/B) is too large, off by a factor of 2: check 2 FLOPs per multiply-accumulate, and 2 bytes per fp16 element.
     """
     if is_quantity(truth):
         t_units = units or truth.units
@@ -199,6 +233,12 @@ def compare(prediction, truth, explanation_if_wrong: str = "", *, kind: str = "r
     kind -- "regime" (truth: a regime or a result with .bottleneck), "number" (with `rel_tol`
             and `units`), or "choice" (with `choices`).
     Returns whether the prediction was right. Never raises on a malformed prediction.
+
+    >>> compare("compute", "memory-bound", "Intensity is below the ridge.")
+    Your prediction: 'compute'
+    course_lib:      memory-bound
+    Your prediction differs. Intensity is below the ridge.
+    False
     """
     truth_v = getattr(truth, "bottleneck", truth) if kind == "regime" else truth
     if kind not in ("regime", "number", "choice"):

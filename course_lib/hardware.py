@@ -22,10 +22,15 @@ from .zoo import ZooMeta, normalize_key
 class Hardware(metaclass=ZooMeta):
     """One accelerator (or CPU): the numbers a roofline needs.
 
-    Build your own with Quantities::
+    Build your own with Quantities; it works everywhere a zoo entry does:
 
-        mine = Hardware(name="my GPU", peak_flops={"fp16": Q_(100, "TFLOP/s")},
-                        memory_bandwidth=Q_(1, "TB/s"), memory_capacity=Q_(24, "GB"))
+    >>> from course_lib import Q_
+    >>> mine = Hardware(name="my GPU", peak_flops={"fp16": Q_(100, "TFLOP/s")},
+    ...                 memory_bandwidth=Q_(1, "TB/s"), memory_capacity=Q_(24, "GB"))
+    >>> mine.ridge_point("fp16")
+    <Quantity(100.0, 'flop / byte')>
+    >>> Hardware.A100.peak_flops("int8")
+    <Quantity(624.0, 'teraflop / second')>
     """
 
     def __init__(self, name, peak_flops, memory_bandwidth, memory_capacity=None,

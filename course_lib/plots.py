@@ -88,6 +88,10 @@ def plot_roofline(hardware, workloads=(), precision="fp16", ax=None, title=None)
     workloads -- results of ``solve`` (an array sweep draws a line) or ``serve(...).prefill`` /
                  ``.decode``, optionally as ``(label, result)`` pairs
     Returns ``(fig, ax)``.
+
+    >>> fig, ax = plot_roofline("H100", precision="fp8")
+    >>> ax.get_xlabel()
+    'arithmetic intensity (FLOP/byte)'
     """
     if ax is None:
         import matplotlib.pyplot as plt

@@ -35,5 +35,9 @@ def normalize(precision: str, what: str = "precision") -> str:
 
 
 def bytes_per_element(precision: str) -> float:
-    """Bytes one element takes: ``bytes_per_element("int4") == 0.5``."""
+    """Bytes one element takes.
+
+    >>> bytes_per_element("fp16"), bytes_per_element("int4")
+    (2.0, 0.5)
+    """
     return BYTES_PER_ELEMENT[normalize(precision)]

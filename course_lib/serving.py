@@ -130,6 +130,12 @@ def serve(model, hardware, prompt_tokens=2048, output_tokens=128, batch_size=1, 
     "int8"`` with fp16 activations is weight-only quantization (math at the fp16 peak);
     ``precision="int8"`` is W8A8 (math at the int8 peak). ``link_latency`` overrides the
     chip's per-hop latency in the AllReduce term.
+
+    >>> s = serve("Llama3_8B", "H100", prompt_tokens=2048, output_tokens=128, batch_size=8)
+    >>> round(s.tpot.m_as("ms"), 2), s.decode.bottleneck
+    (5.17, 'memory-bound')
+    >>> serve("Llama3_70B", "H100").fits           # 141 GB of fp16 weights on an 80 GB chip
+    False
     """
     model, hardware = resolve(model, hardware)
     if not hasattr(model, "prefill_table"):

@@ -64,7 +64,13 @@ def registry():
 
 
 def Q_(value, units=None):
-    """Make a Quantity in the course's registry: ``Q_(2.039, "TB/s")``."""
+    """Make a Quantity in the course's registry.
+
+    >>> Q_(2.039, "TB/s").to("GB/s")
+    <Quantity(2039.0, 'gigabyte / second')>
+    >>> Q_(1, "MAC").to("FLOP")
+    <Quantity(2, 'flop')>
+    """
     return registry().Quantity(value, units)
 
 

@@ -143,10 +143,21 @@ class ServingExplorer(_Explorer):
 
 def roofline_explorer(model="ResNet50", hardware=("A100", "H100", "H200"), precision="fp16",
                       max_batch=1024) -> RooflineExplorer:
-    """Batch-size slider, hardware and precision dropdowns over ``solve``; display the result."""
+    """Batch-size slider, hardware and precision dropdowns over ``solve``; display the result.
+
+    >>> e = roofline_explorer("ResNet50", ("A100", "V100"))
+    >>> e.controls[0].value = 256            # what moving the slider does
+    >>> "batch 256" in e.numbers.value
+    True
+    """
     return RooflineExplorer(model, hardware, precision, max_batch)
 
 
 def serving_explorer(model="Llama3_8B", hardware=("A100", "H100", "H200")) -> ServingExplorer:
-    """Batch, prompt and output sliders, hardware and precision dropdowns over ``serve``."""
+    """Batch, prompt and output sliders, hardware and precision dropdowns over ``serve``.
+
+    >>> e = serving_explorer("Llama3_8B", ("H100",))
+    >>> "TTFT" in e.numbers.value
+    True
+    """
     return ServingExplorer(model, hardware)

@@ -21,7 +21,12 @@ __all__ = ["Models", "CNN", "Transformer", "TransformerConfig", "Kernel", "Layer
 
 
 class CNN:
-    """A convolutional network built from its layer list (one sample = one image)."""
+    """A convolutional network built from its layer list (one sample = one image).
+
+    >>> m = Models.ResNet50
+    >>> round(m.macs_per_sample / 1e9, 2), len(m.layers)
+    (4.09, 56)
+    """
 
     kind = "cnn"
     sample = "image"
@@ -93,7 +98,13 @@ _CNNS = {"ResNet18": 18, "ResNet34": 34, "ResNet50": 50}
 
 
 class Models(metaclass=ZooMeta):
-    """The zoo: ``Models.ResNet50``, ``Models.get("llama3_8b")``, ``Models.names()``."""
+    """The zoo: ``Models.ResNet50``, ``Models.get("llama3_8b")``, ``Models.names()``.
+
+    >>> Models.get("mixtral-8x7b").config.experts
+    8
+    >>> "GPT3_175B" in Models.names()
+    True
+    """
 
     @staticmethod
     def names() -> list[str]:

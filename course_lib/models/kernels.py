@@ -19,7 +19,12 @@ from .layers import FLOPS_PER_MAC, Layer, LayerTable
 
 class Kernel:
     """A workload of one kernel. ``batch_size`` in ``solve`` runs that many independent copies;
-    for matmul the right-hand matrix (K×N, the "weights") is shared by the copies."""
+    for matmul the right-hand matrix (K×N, the "weights") is shared by the copies.
+
+    >>> from course_lib import solve
+    >>> solve(matmul(8, 4096, 4096), "A100", batch_size=4).flops_si == 4 * 2 * 8 * 4096 * 4096
+    True
+    """
 
     kind = "kernel"
     sample = "call"
@@ -67,21 +72,33 @@ def _check_sizes(**sizes):
 
 
 def dot(n: int) -> Kernel:
-    """x · y for two n-vectors: n MACs; reads 2n elements, writes 1."""
+    """x · y for two n-vectors: n MACs; reads 2n elements, writes 1.
+
+    >>> dot(4).flops_per_sample
+    8.0
+    """
     _check_sizes(n=n)
     return Kernel(f"dot(n={n})", Layer("dot", "elementwise", flops=FLOPS_PER_MAC * n,
                                        activations=2 * n + 1))
 
 
 def axpy(n: int) -> Kernel:
-    """y ← a·x + y: n MACs; reads x and y, writes y (3n elements)."""
+    """y ← a·x + y: n MACs; reads x and y, writes y (3n elements).
+
+    >>> axpy(10).bytes("fp32")
+    120.0
+    """
     _check_sizes(n=n)
     return Kernel(f"axpy(n={n})", Layer("axpy", "elementwise", flops=FLOPS_PER_MAC * n,
                                         activations=3 * n))
 
 
 def elementwise(n: int, inputs: int = 1, outputs: int = 1, flops_per_element: int = 1) -> Kernel:
-    """A pointwise op (ReLU, add, ...) over n elements of each of `inputs` tensors."""
+    """A pointwise op (ReLU, add, ...) over n elements of each of `inputs` tensors.
+
+    >>> elementwise(100, inputs=2).elements_per_sample   # an add: reads 2, writes 1
+    300.0
+    """
     _check_sizes(n=n, inputs=inputs, outputs=outputs)
     return Kernel(f"elementwise(n={n})", Layer("elementwise", "elementwise",
                                                flops=flops_per_element * n,
@@ -89,7 +106,11 @@ def elementwise(n: int, inputs: int = 1, outputs: int = 1, flops_per_element: in
 
 
 def matmul(M: int, N: int, K: int) -> Kernel:
-    """C (M×N) = A (M×K) · B (K×N): M·N·K MACs; reads A and B, writes C."""
+    """C (M×N) = A (M×K) · B (K×N): M·N·K MACs; reads A and B, writes C.
+
+    >>> round(matmul(1, 4096, 4096).arithmetic_intensity("fp16"), 4)   # a matrix-vector product
+    0.9995
+    """
     _check_sizes(M=M, N=N, K=K)
     return Kernel(f"matmul(M={M}, N={N}, K={K})",
                   Layer("matmul", "matmul", flops=FLOPS_PER_MAC * M * N * K, params=K * N,
