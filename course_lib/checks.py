@@ -221,6 +221,8 @@ def _show(v) -> str:
         return f"{_show(v.magnitude)} {v.units:~P}"
     if isinstance(v, float):
         return f"{v:,.0f}" if v.is_integer() and abs(v) < 1e15 else f"{v:.4g}"
+    if hasattr(v, "dtype") and getattr(v, "ndim", 1) == 0:  # numpy scalar
+        return _show(v.item())
     if isinstance(v, int):
         return f"{v:,}"
     return str(v)
@@ -254,7 +256,7 @@ def compare(prediction, truth, explanation_if_wrong: str = "", *, kind: str = "r
     except (AssertionError, ValueError, TypeError):
         right = False
     shown = _show(truth_v)
-    print(f"Your prediction: {prediction!r}")
+    print(f"Your prediction: {_show(prediction) if kind == 'number' else repr(prediction)}")
     print(f"course_lib:      {shown}")
     if right:
         print("Your prediction holds.")
