@@ -33,3 +33,26 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
+
+# ---- grading (python -m autograder; see autograder/) ----------------------------------------
+# make grade A=02_memory_wall [SUBMISSIONS=path/or.zip]   autograde, in parallel and sandboxed
+# make feedback A=...   make report A=...   make export   make bench-grade [A=...]
+A ?=
+SUBMISSIONS ?=
+
+.PHONY: grade feedback report export bench-grade
+
+grade: $(STAMP)
+	$(BIN)/python -m autograder grade $(A) $(if $(SUBMISSIONS),--submissions $(SUBMISSIONS)) --out reports/$(A)/grades.csv
+
+feedback: $(STAMP)
+	$(BIN)/python -m autograder feedback $(A)
+
+report: $(STAMP)
+	$(BIN)/python -m autograder report $(A)
+
+export: $(STAMP)
+	$(BIN)/python -m autograder export
+
+bench-grade: $(STAMP)
+	$(BIN)/python benchmarks/grade_bench.py $(A)

@@ -70,9 +70,21 @@ class Course:
         """Notebook names (without .ipynb) of an assignment, from its source folder."""
         return sorted(p.stem for p in (self.source / assignment).glob("*.ipynb"))
 
+    def user_config(self):
+        """The course's own nbgrader_config.py (late-penalty plugins and the like), if any; the
+        paths it sets are replaced by ours."""
+        from traitlets.config import Config
+        from traitlets.config.loader import PyFileConfigLoader
+
+        path = self.root / "nbgrader_config.py"
+        if not path.is_file():
+            return Config()
+        return PyFileConfigLoader(path.name, str(path.parent)).load_config()
+
     def config(self, release: Path | None = None):
         """nbgrader Config for this course (absolute source / release folders)."""
-        c = nbgrader_config(self.root, source=str(self.source), release=str(release or self.release), db=self.db)
+        c = self.user_config()
+        c.merge(nbgrader_config(self.root, source=str(self.source), release=str(release or self.release), db=self.db))
         c.CourseDirectory.course_id = COURSE_ID
         c.CourseDirectory.submitted_directory = "submitted"
         c.CourseDirectory.autograded_directory = "autograded"

@@ -23,7 +23,7 @@ from pathlib import Path
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from .course import HIDDEN_BEGIN, Course, default_jobs, hidden_test_lines, strip_hidden_tests
+from .course import HIDDEN_BEGIN, HIDDEN_END, Course, default_jobs, hidden_test_lines, strip_hidden_tests
 from .release import ensure_tools_on_path
 
 log = logging.getLogger("autograder")
@@ -40,16 +40,18 @@ def secret_lines(nb) -> set[str]:
             visible |= {l.strip() for l in strip_hidden_tests(cell.source).splitlines()}
         else:
             visible |= {l.strip() for l in cell.source.splitlines()}
-    return hidden - visible
+    visible_text = "\n".join(visible)
+    # a hidden line that a visible line contains (an import, say) gives nothing away
+    return {h for h in hidden - visible if h not in visible_text}
 
 
 def _scrub(text: str, secrets: set[str]) -> str:
-    if not secrets or not isinstance(text, str):
+    if not isinstance(text, str):
         return text
     out = []
     for line in text.splitlines(keepends=True):
         plain = re.sub(r"\x1b\[[0-9;]*m", "", line)
-        if any(s in plain for s in secrets):
+        if any(s in plain for s in secrets) or HIDDEN_BEGIN in plain or HIDDEN_END in plain:
             out.append("[hidden test line removed]\n" if line.endswith("\n") else "[hidden test line removed]")
         else:
             out.append(line)

@@ -13,8 +13,9 @@ Merging follows nbgrader's own rules, so the gradebook ends up exactly as serial
 that has one is flagged for review again), late penalties computed from the due date and any
 extension in the course gradebook.
 
-Re-running is idempotent: a submission whose files, sources and grader have not changed since it
-was last graded is skipped (--force regrades everything).
+Re-running is idempotent: a submission whose files, the assignment's sources, the grader's version
+and the sandbox state have not changed since it was last graded is skipped (--force regrades; a
+change of limits alone does not trigger regrading).
 """
 from __future__ import annotations
 
@@ -45,16 +46,19 @@ log = logging.getLogger("autograder")
 # ---------------------------------------------------------------------------------------------
 # The worker: one submission, one private course
 # ---------------------------------------------------------------------------------------------
-def autograde_config(root: Path, spec_json: str, limits: Limits, capture: dict):
-    """nbgrader Config of a worker's private course: nbgrader's autograde pipeline with
-    Execute replaced by SandboxedExecute."""
+def autograde_config(root: Path, spec_json: str, limits: Limits, capture: dict, user_config: dict | None = None):
+    """nbgrader Config of a worker's private course: the course's own nbgrader settings, with
+    the paths of the private course and nbgrader's autograde pipeline with Execute replaced by
+    SandboxedExecute."""
+    from traitlets.config import Config
     from nbconvert.preprocessors import ClearMetadataPreprocessor
     from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern,
                                         LimitOutput, SaveAutoGrades)
 
     from .sandbox import SandboxedExecute
 
-    c = nbgrader_config(root)
+    c = Config(user_config or {})
+    c.merge(nbgrader_config(root))
     (root / "exchange").mkdir(exist_ok=True)
     c.Autograde.autograde_preprocessors = [SandboxedExecute, IgnorePattern, ClearMetadataPreprocessor,
                                            LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
@@ -138,11 +142,13 @@ def grade_one(job: dict) -> dict:
             with Gradebook("sqlite:///" + str(root / "gradebook.db")) as gb:
                 gb.update_or_create_student(student, **(job.get("student_record") or {}))
                 if job.get("extension"):
-                    gb.add_submission(a, student, extension=job["extension"])
+                    from nbgrader.utils import parse_utc
+
+                    gb.add_submission(a, student, extension=parse_utc(job["extension"]))
         limits = Limits(**job["limits"])
         spec = make_spec(base / "sandbox", a, Path(job["submitted"]), Path(job["extras"]), limits,
                          job["sandbox"], tuple(job["packages"]))
-        api = NbGraderAPI(config=autograde_config(root, spec.to_json(), limits, job["capture"]))
+        api = NbGraderAPI(config=autograde_config(root, spec.to_json(), limits, job["capture"], job.get("user_config")))
         api.log.setLevel(logging.WARNING)
         result = api.autograde(a, student, force=True, create=True)
         out["success"] = bool(result.get("success"))
@@ -294,13 +300,13 @@ class Progress:
         self.stream.flush()
 
 
-def _fingerprint(course: Course, assignment: str, student: str, limits: Limits, sandboxed: bool) -> str:
+def _fingerprint(course: Course, assignment: str, student: str, sandboxed: bool) -> str:
     import hashlib
 
     h = hashlib.sha256()
+    # not the limits: rerunning with another --timeout does not regrade everything (use --force)
     for part in (__version__, tree_hash(course.source / assignment),
-                 tree_hash(course.submitted / student / assignment), json.dumps(asdict(limits), sort_keys=True),
-                 str(sandboxed)):
+                 tree_hash(course.submitted / student / assignment), str(sandboxed)):
         h.update(part.encode() + b"\0")
     return h.hexdigest()
 
@@ -352,7 +358,7 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
     todo, skipped = [], []
     fps = {}
     for s in wanted:
-        fps[s] = _fingerprint(course, assignment, s, limits, sandbox)
+        fps[s] = _fingerprint(course, assignment, s, sandbox)
         if not force and _up_to_date(course, assignment, s, fps[s]):
             skipped.append(s)
         else:
@@ -365,7 +371,6 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
     capture = capture_map(course, assignment)
     matplotlib_cache()   # warm once, before the workers fork
     work = Path(tempfile.mkdtemp(prefix="autograder-grade-"))
-    os.chmod(work, 0o755)
     try:
         template = template_gradebook(course, work / "template.db")
         extras = source_extras(course, assignment, work / "extras")
@@ -386,7 +391,7 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
                     pass
         job_base = {"assignment": assignment, "work": str(work), "template_db": str(template),
                     "extras": str(extras), "limits": asdict(limits), "sandbox": sandbox,
-                    "packages": list(packages), "capture": capture}
+                    "packages": list(packages), "capture": capture, "user_config": course.user_config()}
         bar = Progress(len(todo), f"grading {assignment}", stream) if progress else None
         ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
         with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx) as pool:

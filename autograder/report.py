@@ -120,7 +120,6 @@ def truth(course: Course, assignment: str, limits=None) -> dict:
     capture = capture_map(course, assignment)
     names = {v for vs in capture.values() for v in vs}
     work = Path(tempfile.mkdtemp(prefix="autograder-truth-"))
-    work.chmod(0o755)
     try:
         sub = work / "solution"
         sub.mkdir()

@@ -44,7 +44,7 @@ from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
 from nbformat.notebooknode import NotebookNode
-from traitlets import Bool, Float, Integer, List, Unicode, default
+from traitlets import Bool, Integer, Unicode, default
 
 from nbgrader.preprocessors import Execute
 
@@ -281,10 +281,19 @@ del _autograder_quiet
 
 @lru_cache(maxsize=1)
 def matplotlib_cache() -> str | None:
-    """A warmed matplotlib font cache, built once per grading process and copied into each
-    sandbox (building it prints 'Matplotlib is building the font cache' to stderr)."""
+    """A folder holding matplotlib's font list, copied into every sandbox (without it each kernel
+    would rebuild it and print 'Matplotlib is building the font cache' to stderr). The grading
+    user's own matplotlib cache when it has one, else one built once in a temporary folder."""
     import tempfile
 
+    try:
+        import matplotlib
+
+        mine = matplotlib.get_cachedir()
+        if mine and list(Path(mine).glob("fontlist-*.json")):
+            return mine
+    except Exception:  # pragma: no cover - matplotlib missing or broken
+        pass
     d = tempfile.mkdtemp(prefix="autograder-mpl-")
     try:
         subprocess.run([sys.executable, "-c", "import matplotlib.font_manager"], env={**os.environ, "MPLCONFIGDIR": d},
@@ -311,9 +320,8 @@ def prepare_home(home: Path, assignment: str, files_from: Path | None, extra_fro
     mpl.mkdir(parents=True, exist_ok=True)
     cache = matplotlib_cache()
     if cache:
-        for f in Path(cache).iterdir():
-            if f.is_file():
-                shutil.copy(f, mpl / f.name)
+        for f in Path(cache).glob("fontlist-*.json"):
+            shutil.copy(f, mpl / f.name)
     (home / "etc").mkdir(exist_ok=True)
     if uid is not None:
         for dirpath, dirnames, filenames in os.walk(home):
@@ -343,7 +351,6 @@ def probe() -> tuple[bool, str]:
         home.mkdir(), run.mkdir()
         if uid is not None:
             os.chown(home, uid, uid), os.chown(run, uid, uid)
-            os.chmod(tmp, 0o755)
         args = _bwrap_args(_python_roots() + package_dirs(), {SANDBOX_HOME: str(home), str(run): str(run)},
                            SANDBOX_HOME, uid)
         code = ("import os, socket\n"
@@ -385,7 +392,6 @@ def make_spec(base: Path, assignment: str, files_from: Path | None, extra_from: 
     host_cwd = prepare_home(home, assignment, files_from, extra_from, uid)
     if uid is not None:
         os.chown(run, uid, uid)
-        os.chmod(base, 0o755)
     inner_home = SANDBOX_HOME if sandbox else str(home)
     return SandboxSpec(
         enabled=sandbox,
@@ -551,7 +557,8 @@ class SandboxedExecute(Execute):
                                        "stop when interrupted")
                         else:
                             stopped = "the kernel died (out of memory or crashed)"
-                        log.warning("%s: %s", stopped, e)
+                        log.warning("%s", stopped)
+                        log.info("%s", e)
                         self.km.kill_now()
                         cell.outputs = list(cell.get("outputs", [])) + [_error_output("KernelStopped", stopped)]
             finally:

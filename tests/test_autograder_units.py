@@ -1,0 +1,392 @@
+"""The autograder on a tiny course of its own (fast kernels): collect, sandbox limits, warnings,
+feedback without hidden tests, the unsandboxed fallback, crash safety, export, release.
+
+The big end-to-end class on a real course notebook is tests/test_autograder_class.py.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.cli import main
+from autograder.collect import collect
+from autograder.course import Course
+from autograder.feedback import feedback, leaked_lines, source_secrets
+from autograder.grade import cell_scores, grade, merge_submission, read_submission
+from autograder.sandbox import Limits, probe
+
+REPO = Path(__file__).resolve().parent.parent
+PY = sys.executable
+SANDBOX, WHY_NOT = probe()
+
+pytestmark = pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
+
+
+# ---------------------------------------------------------------------------------------------
+# a tiny course: assignment "t1" (one notebook) and "t2" (two notebooks)
+# ---------------------------------------------------------------------------------------------
+def _cell(kind, source, grade_id=None, *, grade=False, solution=False, locked=False, points=None):
+    c = nbformat.v4.new_code_cell(source) if kind == "code" else nbformat.v4.new_markdown_cell(source)
+    if grade_id:
+        c.id = grade_id.replace("_", "-")
+        m = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3,
+             "solution": solution, "task": False}
+        if points is not None:
+            m["points"] = points
+        c.metadata["nbgrader"] = m
+    return c
+
+
+HIDDEN = ("# Checks the answer (hidden test).\n### BEGIN HIDDEN TESTS\n"
+          "_secret_truth_value = 6 * 7    # SECRET-HIDDEN-LINE\n"
+          "assert answer == _secret_truth_value, \"answer is not the right number\"\n"
+          "### END HIDDEN TESTS")
+
+
+def tiny_notebook(prefix: str) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata = {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
+                   "language_info": {"name": "python"}}
+    nb.cells = [
+        _cell("markdown", "# Tiny\n### Q1 · The answer (3 points)"),
+        _cell("code", "# answer: a number\n### BEGIN SOLUTION\nanswer = 42\n### END SOLUTION",
+              f"{prefix}_q1_answer", solution=True),
+        _cell("code", "# Checks the form (visible).\nassert isinstance(answer, (int, float))",
+              f"{prefix}_q1_form", grade=True, locked=True, points=1),
+        _cell("code", HIDDEN, f"{prefix}_q1_correct", grade=True, locked=True, points=2),
+        _cell("code", "# A test cell that warns on stderr before passing (visible).\n"
+                      "import warnings, numpy\nwarnings.warn('old API', DeprecationWarning)\n"
+                      "warnings.warn('careful', UserWarning)\nnumpy.float64(1.0) / 0.0\nassert True",
+              f"{prefix}_warns", grade=True, locked=True, points=1),
+        _cell("code", "# explore here\n"),
+    ]
+    return nb
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    base = tmp_path_factory.mktemp("tiny")
+    src = base / "source"
+    for a, nbs in (("t1", ["one"]), ("t2", ["first", "second"])):
+        (src / a).mkdir(parents=True)
+        for name in nbs:
+            nbformat.write(tiny_notebook(f"{a}{name}"), str(src / a / f"{name}.ipynb"))
+    from autograder.release import generate
+
+    generate(dest=base / "release", source=src)
+    return Course(root=base / "course", source=src, release=base / "release")
+
+
+def student_nb(course, a, nb, answer="answer = 42", explore=None, edit=None) -> bytes:
+    book = nbformat.read(str(course.release / a / f"{nb}.ipynb"), as_version=4)
+    for c in book.cells:
+        gid = c.metadata.get("nbgrader", {}).get("grade_id", "")
+        if gid.endswith("_answer"):
+            c.source = answer
+        if explore is not None and c.source.startswith("# explore"):
+            c.source = explore
+        if edit and gid.endswith(edit[0]):
+            c.source = edit[1]
+    return nbformat.writes(book).encode()
+
+
+def write_class(dest: Path, course, a, students: dict) -> Path:
+    for s, files in students.items():
+        (dest / s).mkdir(parents=True, exist_ok=True)
+        for name, data in files.items():
+            (dest / s / name).write_bytes(data)
+    return dest
+
+
+def run_cli(*args, env=None, check=True):
+    p = subprocess.run([PY, "-m", "autograder", *map(str, args)], cwd=REPO, capture_output=True, text=True,
+                       env={**os.environ, **(env or {})})
+    if check and p.returncode != 0:
+        raise AssertionError(f"exit {p.returncode}\n{p.stdout}\n{p.stderr[-3000:]}")
+    return p
+
+
+FAST = ["--timeout", "10", "--notebook-timeout", "60", "--memory", "2048", "-q"]
+
+
+# ---------------------------------------------------------------------------------------------
+# collect
+# ---------------------------------------------------------------------------------------------
+def _tree(path: Path) -> dict:
+    return {str(p.relative_to(path)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def test_collect_reports_and_skips_bad_files_and_never_touches_others(course, tmp_path):
+    c = Course(root=tmp_path / "c", source=course.source, release=course.release)
+    good = student_nb(course, "t2", "first")
+    good2 = student_nb(course, "t2", "second")
+    v3 = json.dumps({"nbformat": 3, "nbformat_minor": 0, "worksheets": [], "metadata": {}}).encode()
+    src = write_class(tmp_path / "in", course, "t2", {
+        "ann": {"first.ipynb": good, "second.ipynb": good2, "notes.txt": b"my notes"},
+        "bob": {"first.ipynb": good},                                   # missing second
+        "cat": {"first.ipynb": good[: len(good) // 2], "second.ipynb": good2},   # truncated JSON
+        "dan": {"first.ipynb": v3},                                     # nbformat 3 only
+        "eve": {"first.ipynb": b"%PDF-1.4 not a notebook"},
+        "Fay": {"first.ipynb": good, "second.ipynb": good2},
+        "fay": {"first.ipynb": good, "second.ipynb": good2},           # the same student twice
+        "bad id!": {"first.ipynb": good},
+    })
+    (src / "stray.ipynb").write_bytes(good)
+    before = _tree(src)
+    # fay was collected earlier: a duplicate in the new batch must not touch that copy
+    (c.submitted / "fay" / "t2").mkdir(parents=True)
+    (c.submitted / "fay" / "t2" / "first.ipynb").write_bytes(b"earlier copy")
+
+    r = collect(c, "t2", src)
+    assert _tree(src) == before, "collect modified the originals"
+    assert sorted(r.collected) == ["ann", "bob", "cat"]
+    assert r.collected["bob"] == ["first"] and r.collected["cat"] == ["second"]
+    text = r.format()
+    for needle in ("ann: notes.txt: not a notebook", "bob: second.ipynb: missing", "cat: first.ipynb: not valid JSON",
+                   "dan: first.ipynb: nbformat 3", "eve: first.ipynb: not valid JSON", "the same student twice",
+                   "not a usable student id", "stray.ipynb: not in a student folder"):
+        assert needle in text, (needle, text)
+    assert not (c.submitted / "dan").exists() and not (c.submitted / "eve").exists()
+    assert (c.submitted / "fay" / "t2" / "first.ipynb").read_bytes() == b"earlier copy"
+    assert not (c.submitted / "ann" / "t2" / "notes.txt").exists()
+    assert (c.submitted / "ann" / "t2" / "first.ipynb").read_bytes() == good
+
+
+def test_collect_from_an_lms_zip(course, tmp_path):
+    c = Course(root=tmp_path / "c", source=course.source, release=course.release)
+    good = student_nb(course, "t1", "one")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("submissions/ann/one.ipynb", good)                       # folder style
+        z.writestr("submissions/ann/__MACOSX/._one.ipynb", b"junk")
+        z.writestr("submissions/bob/one.ipynb", b"{not json")
+        z.writestr("submissions/../../evil.ipynb", good)                   # zip-slip
+    zpath = tmp_path / "folders.zip"
+    zpath.write_bytes(buf.getvalue())
+    r = collect(c, "t1", zpath)
+    assert list(r.collected) == ["ann"]
+    assert "unsafe path" in r.format() and "bob: one.ipynb: not valid JSON" in r.format()
+    assert not (tmp_path / "evil.ipynb").exists()
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:                                    # Canvas: flat names
+        z.writestr("carol_12_345_one.ipynb", good)
+        z.writestr("dave_late_13_346_one-1.ipynb", good)
+        z.writestr("readme.txt", b"?")
+    zpath = tmp_path / "canvas.zip"
+    zpath.write_bytes(buf.getvalue())
+    r = collect(c, "t1", zpath)
+    assert sorted(r.collected) == ["carol", "dave"]
+    assert (c.submitted / "dave" / "t1" / "one.ipynb").read_bytes() == good
+
+
+# ---------------------------------------------------------------------------------------------
+# grading the tiny course
+# ---------------------------------------------------------------------------------------------
+THREADS = ("import threading, time\n_started = 0\n"
+           "try:\n    for _ in range(2000):\n"
+           "        threading.Thread(target=time.sleep, args=(5,), daemon=True).start(); _started += 1\n"
+           "except RuntimeError:\n    pass\nprint('THREADS', _started)")
+LEAK = "print('HISTORY')\nfor _src in In:\n    print(_src)"
+
+
+@pytest.fixture(scope="module")
+def graded(course, tmp_path_factory):
+    """t1 graded once, sandboxed if this machine can."""
+    base = tmp_path_factory.mktemp("tiny-graded")
+    c = Course(root=base / "course", source=course.source, release=course.release)
+    src = write_class(base / "in", course, "t1", {
+        "right": {"one.ipynb": student_nb(course, "t1", "one")},
+        "wrong": {"one.ipynb": student_nb(course, "t1", "one", "answer = 41", explore=LEAK)},
+        "warny": {"one.ipynb": student_nb(course, "t1", "one",
+                                          "import warnings\nwarnings.simplefilter('always')\n"
+                                          "warnings.filterwarnings('error')\nanswer = 42")},
+        "threads": {"one.ipynb": student_nb(course, "t1", "one", THREADS + "\nanswer = 42")},
+        "blank": {"one.ipynb": student_nb(course, "t1", "one", "# YOUR CODE HERE\nraise NotImplementedError()")},
+    })
+    collect(c, "t1", src)
+    summary = grade(c, "t1", limits=Limits(cell_timeout=20, notebook_timeout=120, memory_mb=2048, tasks=64),
+                    progress=False)
+    return c, summary
+
+
+def _outputs(course, student, a, nb):
+    book = nbformat.read(str(course.autograded / student / a / f"{nb}.ipynb"), as_version=4)
+    return {c.metadata.get("nbgrader", {}).get("grade_id") or c.source[:20]: c.get("outputs", [])
+            for c in book.cells if c.cell_type == "code"}
+
+
+def test_tiny_class_scores(graded):
+    c, summary = graded
+    assert not summary.failed and sorted(summary.graded) == ["blank", "right", "threads", "warny", "wrong"]
+    scores = cell_scores(c.db_url, "t1")
+    total = {s: sum(v or 0 for v in cells.values()) for s, cells in scores.items()}
+    # right: 1 + 2 + 1 (the warning test cell passes in spite of its warnings)
+    assert total == {"right": 4, "warny": 4, "threads": 4, "wrong": 2, "blank": 1}
+
+
+def test_warnings_never_reach_a_test_cell(graded):
+    c, _ = graded
+    for s in ("right", "warny"):
+        outs = _outputs(c, s, "t1", "one")
+        assert not [o for o in outs["t1one_warns"] if o.get("name") == "stderr" or o["output_type"] == "error"]
+    assert cell_scores(c.db_url, "t1")["warny"]["one/t1one_warns"] == 1.0
+
+
+def test_process_limit_inside_the_sandbox(graded):
+    c, _ = graded
+    if not SANDBOX and os.geteuid() == 0:
+        pytest.skip("unsandboxed as root: RLIMIT_NPROC does not bind root")
+    text = "".join(o.get("text", "") for o in _outputs(c, "threads", "t1", "one")["t1one_q1_answer"])
+    started = int(text.split("THREADS", 1)[1].split()[0])
+    assert started < 200, f"{started} threads started under a limit of 64 tasks"
+
+
+def test_feedback_hides_hidden_tests_even_in_tracebacks_and_leaks(graded):
+    c, _ = graded
+    r = feedback(c, "t1")
+    assert not r["failed"] and not r["leaks"] and len(r["written"]) == 5
+    secrets = source_secrets(c, "t1")
+    assert any("SECRET-HIDDEN-LINE" in s for s in secrets)
+    for page in r["written"]:
+        html = Path(page).read_text()
+        assert "SECRET-HIDDEN-LINE" not in html and "_secret_truth_value = " not in html
+        assert "BEGIN HIDDEN TESTS" not in html
+        assert not leaked_lines(html, secrets)
+    wrong = (c.feedback / "wrong" / "t1" / "one.html").read_text()
+    assert "answer is not the right number" in wrong          # the assertion message stays
+    assert "hidden tests: not shown" in wrong
+    # the student printed the kernel's input history (which holds the hidden test) in feedback
+    assert "HISTORY" in wrong and "hidden test line removed" in wrong
+
+
+def test_rerun_skips_what_is_up_to_date_and_force_regrades_identically(graded):
+    c, _ = graded
+    before = cell_scores(c.db_url, "t1")
+    s = grade(c, "t1", limits=Limits(cell_timeout=20, notebook_timeout=120, memory_mb=2048, tasks=64),
+              progress=False)
+    assert s.graded == [] and len(s.skipped) == 5
+    s = grade(c, "t1", students=["wrong"], force=True,
+              limits=Limits(cell_timeout=20, notebook_timeout=120, memory_mb=2048, tasks=64), progress=False)
+    assert s.graded == ["wrong"]
+    assert cell_scores(c.db_url, "t1") == before
+
+
+def test_merge_is_one_transaction(graded, tmp_path):
+    """A merge that fails half-way leaves nothing of that student behind."""
+    c, _ = graded
+    data = read_submission(c.db_url, "t1", "right")
+    data["notebooks"]["one"]["late_submission_penalty"] = object()   # cannot be stored: the flush fails
+    dump_before = "\n".join(sqlite3.connect(str(c.db)).iterdump())
+    with pytest.raises(Exception):
+        merge_submission(c.db_url, "t1", "newcomer", data)
+    assert "\n".join(sqlite3.connect(str(c.db)).iterdump()) == dump_before
+    assert "newcomer" not in cell_scores(c.db_url, "t1")
+
+
+def test_unsandboxed_fallback_warns_loudly_and_still_grades(course, tmp_path, capsys):
+    root = tmp_path / "c"
+    src = write_class(tmp_path / "in", course, "t1", {
+        "right": {"one.ipynb": student_nb(course, "t1", "one")},
+        "wrong": {"one.ipynb": student_nb(course, "t1", "one", "answer = 41")},
+    })
+    assert main(["grade", "t1", "--root", str(root), "--source", str(course.source), "--release-dir",
+                 str(course.release), "--submissions", str(src), "--no-sandbox", *FAST]) == 0
+    out = capsys.readouterr()
+    assert "UNSANDBOXED" in out.out + out.err and "NOT SANDBOXED" in out.out
+    scores = cell_scores("sqlite:///" + str(root / "gradebook.db"), "t1")
+    assert {s: sum(v.values()) for s, v in scores.items()} == {"right": 4, "wrong": 2}
+
+
+def test_missing_bubblewrap_means_unsandboxed(monkeypatch):
+    import autograder.sandbox as sb
+
+    sb.probe.cache_clear()
+    try:
+        monkeypatch.setattr(sb, "bwrap_path", lambda: None)
+        works, why = sb.probe()
+        assert not works and "bubblewrap" in why
+    finally:
+        sb.probe.cache_clear()
+
+
+def test_export_has_a_column_per_notebook_and_the_total(course, tmp_path):
+    root = tmp_path / "c"
+    common = ["--root", root, "--source", course.source, "--release-dir", course.release]
+    t2 = write_class(tmp_path / "t2", course, "t2", {
+        "ann": {"first.ipynb": student_nb(course, "t2", "first"), "second.ipynb": student_nb(course, "t2", "second")},
+        "bob": {"first.ipynb": student_nb(course, "t2", "first", "answer = 1")},          # no second notebook
+    })
+    t1 = write_class(tmp_path / "t1", course, "t1", {"bob": {"one.ipynb": student_nb(course, "t1", "one")}})
+    assert main(["grade", "t2", "--submissions", str(t2), *map(str, common), *FAST]) == 0
+    assert main(["grade", "t1", "--submissions", str(t1), *map(str, common), *FAST]) == 0
+    out = tmp_path / "grades.csv"
+    assert main(["export", "--out", str(out), *map(str, common)]) == 0
+    rows = list(csv.DictReader(out.open()))
+    assert [r["student_id"] for r in rows] == ["ann", "bob"]
+    assert list(rows[0])[4:] == ["t1/one", "t2/first", "t2/second", "late_penalty", "total"]
+    ann, bob = rows
+    assert (ann["t1/one"], ann["t2/first"], ann["t2/second"], ann["total"]) == ("", "4", "4", "8")
+    assert (bob["t1/one"], bob["t2/first"], bob["t2/second"], bob["total"]) == ("4", "2", "0", "6")
+    assert main(["export", "--out", str(out), "--with-max", *map(str, common)]) == 0
+    assert list(csv.DictReader(out.open()))[-1]["total"] == "12"
+
+
+def test_a_crash_in_the_middle_leaves_a_consistent_gradebook(course, tmp_path):
+    """Kill `grade` (and its workers) after the first student is merged; the gradebook holds
+    whole students only, and running again finishes the job."""
+    root = tmp_path / "c"
+    students = {f"s{i}": {"one.ipynb": student_nb(course, "t1", "one", "answer = 42" if i % 2 else "answer = 1")}
+                for i in range(6)}
+    src = write_class(tmp_path / "in", course, "t1", students)
+    cmd = [PY, "-m", "autograder", "grade", "t1", "--root", str(root), "--source", str(course.source),
+           "--release-dir", str(course.release), "--submissions", str(src), "-j", "2",
+           "--timeout", "20", "--memory", "2048"]
+    p = subprocess.Popen(cmd, cwd=REPO, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                         start_new_session=True)
+    deadline = time.monotonic() + 120
+    for line in p.stderr:
+        if "grading t1 [" in line or time.monotonic() > deadline:
+            break
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    db = root / "gradebook.db"
+    assert sqlite3.connect(str(db)).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    expected = {s: (4 if int(s[1:]) % 2 else 2) for s in students}
+    partial = {s: sum(v or 0 for v in cells.values()) for s, cells in cell_scores("sqlite:///" + str(db), "t1").items()}
+    assert 1 <= len(partial) < len(students)
+    assert all(partial[s] == expected[s] for s in partial), partial      # whole students only
+    run_cli(*cmd[3:])
+    final = {s: sum(v or 0 for v in cells.values()) for s, cells in cell_scores("sqlite:///" + str(db), "t1").items()}
+    assert final == expected
+
+
+def test_release_writes_notebooks_and_the_exchange(course, tmp_path):
+    out, ex = tmp_path / "release", tmp_path / "exchange"
+    args = ["release", "t2", "--source", str(course.source), "--release-dir", str(out), "--exchange", str(ex)]
+    assert main(args) == 0
+    for nb in ("first", "second"):
+        released = nbformat.read(str(out / "t2" / f"{nb}.ipynb"), as_version=4)
+        text = json.dumps(released)
+        assert "BEGIN HIDDEN TESTS" not in text and "answer = 42" not in text
+        assert (ex / "roofline" / "outbound" / "t2" / f"{nb}.ipynb").is_file()
+    assert main(args) == 0      # again: replaces the released copies
+
+
+def test_unknown_assignment_is_a_clear_error(course):
+    with pytest.raises(SystemExit, match="unknown assignment 'nope'"):
+        main(["grade", "nope", "--source", str(course.source)])
