@@ -121,7 +121,10 @@ def _bwrap_args(ro: list[str], rw: dict[str, str], chdir: str, drop_to: int | No
         args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     else:
         args += ["--unshare-user", "--cap-drop", "ALL"]
-    made: set[str] = set()
+    # /proc, /dev and an empty /tmp first: binds made later may live under /tmp (a checkout or
+    # venv in a temporary folder) and must not be hidden by the tmpfs
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    made: set[str] = {"/tmp"}
 
     def parents(path: str):
         # intermediate directories readable by the unprivileged uid
@@ -145,7 +148,6 @@ def _bwrap_args(ro: list[str], rw: dict[str, str], chdir: str, drop_to: int | No
     for path in ro:
         parents(path)
         args += ["--ro-bind", path, path]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     for dest, src in rw.items():
         parents(dest)
         args += ["--bind", src, dest]
