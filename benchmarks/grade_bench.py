@@ -51,6 +51,8 @@ def serial_config(root: Path, timeout: int) -> str:
         "c.ClearSolutions.text_stub = 'YOUR ANSWER HERE'\n"
         f"c.Execute.timeout = {timeout}\n"
         f"c.Exchange.root = {str(root / 'exchange')!r}\n"
+        # as in nbgrader_config.py: a deleted test cell is put back and graded
+        "c.OverwriteCells.add_missing_cells = True\n"
     )
 
 
