@@ -19,13 +19,14 @@ when the new submission holds at least one valid notebook.
 from __future__ import annotations
 
 import json
+import os
 import re
-import shutil
+import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from .course import Course
+from .course import Course, replace_dir
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$")
 CANVAS = re.compile(r"^(?P<student>[A-Za-z0-9]+)_(?:late_)?\d+_\d+_(?P<file>.+)$")
@@ -207,18 +208,10 @@ def collect(course: Course, assignment: str, source: Path) -> CollectReport:
 
 
 def _install(course: Course, assignment: str, student: str, files: dict) -> None:
-    dest = course.submitted / student / assignment
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    incoming = dest.parent / f".{assignment}.incoming"
-    old = dest.parent / f".{assignment}.old"
-    for p in (incoming, old):
-        if p.exists():
-            shutil.rmtree(p)
-    incoming.mkdir()
-    for name, data in files.items():
-        (incoming / name).write_bytes(data)
-    if dest.exists():
-        dest.rename(old)
-    incoming.rename(dest)
-    if old.exists():
-        shutil.rmtree(old)
+    """Write one student's files to submitted/<student>/<assignment>, replacing it whole."""
+    course.root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".incoming-", dir=course.root) as tmp:
+        os.chmod(tmp, 0o755)  # mkdtemp makes it 0700; the sandboxed kernel (nobody) must enter it
+        for name, data in files.items():
+            (Path(tmp) / name).write_bytes(data)
+        replace_dir(Path(tmp), course.submitted / student / assignment)

@@ -290,3 +290,19 @@ def default_jobs() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover
         return max(1, os.cpu_count() or 1)
+
+
+def replace_dir(src: Path, dest: Path) -> None:
+    """Put `src` at `dest` (replacing it) with renames, so dest is never half-written."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    incoming = dest.parent / f".{dest.name}.incoming"
+    old = dest.parent / f".{dest.name}.old"
+    for p in (incoming, old):
+        if p.exists():
+            shutil.rmtree(p)
+    shutil.copytree(src, incoming)
+    if dest.exists():
+        os.replace(dest, old)
+    os.replace(incoming, dest)
+    if old.exists():
+        shutil.rmtree(old)

@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from . import __version__
-from .course import (Course, answer_cells, default_jobs, ensure_assignment, source_extras,
+from .course import (Course, replace_dir, answer_cells, default_jobs, ensure_assignment, source_extras,
                      template_gradebook, tree_hash)
 from .release import ensure_tools_on_path, nbgrader_config
 from .sandbox import UNSANDBOXED_WARNING, Limits, make_spec, matplotlib_cache, probe
@@ -238,22 +238,6 @@ def merge_submission(db_url: str, assignment: str, student: str, data: dict) -> 
             raise
 
 
-def _replace_dir(src: Path, dest: Path) -> None:
-    """Put `src` at `dest` (replacing it) with renames, so dest is never half-written."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    incoming = dest.parent / f".{dest.name}.incoming"
-    old = dest.parent / f".{dest.name}.old"
-    for p in (incoming, old):
-        if p.exists():
-            shutil.rmtree(p)
-    shutil.copytree(src, incoming)
-    if dest.exists():
-        os.replace(dest, old)
-    os.replace(incoming, dest)
-    if old.exists():
-        shutil.rmtree(old)
-
-
 def _write_json(path: Path, data) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
@@ -429,7 +413,7 @@ def _finish(course: Course, assignment: str, res: dict, fp: str, sandboxed: bool
         merge_submission(course.db_url, assignment, s, res["data"])
     dest = course.autograded / s / assignment
     if res["success"] and res.get("autograded"):
-        _replace_dir(Path(res["autograded"]), dest)
+        replace_dir(Path(res["autograded"]), dest)
         _write_json(course.state / assignment / f"{s}.json",
                     {"fingerprint": fp, "graded_at": dt.datetime.now(dt.timezone.utc).isoformat(),
                      "sandboxed": sandboxed, "seconds": round(res["seconds"], 2), "stopped": res["stopped"]})

@@ -18,7 +18,6 @@ import copy
 import importlib.util
 import json
 import random
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 

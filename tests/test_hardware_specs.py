@@ -297,7 +297,7 @@ def test_every_number_in_the_reference_sheet_is_a_row():
     tables = _tables(_reference_sheet())
     expected = []  # (kind, quantity, value in SI)
     for heading, rows in tables.items():
-        header, body = rows[0], rows[1:]
+        body = rows[1:]  # rows[0] is the header
         if heading.startswith("LLM decode, single GPU"):
             expected += [("llm_decode", "tokens_per_second", _num(r[2])) for r in body]
         elif heading.startswith("LLM decode, tensor parallel"):
