@@ -6,7 +6,9 @@
   KV cache of the context so far) to do 2 FLOPs per weight per sequence. TPOT is the mean step
   time over the growing context, compute counted too, so a big enough batch turns
   compute-bound.
-* With ``tp > 1`` the weights, KV cache and FLOPs are split over ``tp`` GPUs and each layer adds
+* With ``tp > 1`` the weights, KV cache and FLOPs are split over ``tp`` GPUs (activation traffic
+  too, which slightly flatters TP: norms and residual adds really run replicated; a KV head is
+  never split, so with more GPUs than KV heads the cache is replicated) and each layer adds
   two ring AllReduces of the activations: 2(N−1)/N · bytes / link bandwidth + 2(N−1) · link
   latency, reported as ``t_comm`` and not overlapped with compute.
 
