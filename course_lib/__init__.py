@@ -9,8 +9,9 @@ Conventions (written once, here and in the README): 1 multiply-accumulate = 2 FL
 vendors' convention for peaks); peaks are dense; GB = 10⁹ bytes, GiB = 2³⁰ bytes; every
 result is the pure roofline unless an efficiency or overhead knob was asked for.
 
-Plotting and widgets (matplotlib, ipywidgets) and units (pint) load on first use, so this
-import stays fast.
+Plotting and widgets (matplotlib, ipywidgets) load on first use, so this import stays fast.
+Import course_lib before making Quantities with pint directly: it installs the course's unit
+registry as pint's application registry.
 """
 from __future__ import annotations
 
@@ -20,8 +21,13 @@ from .models import FLOPS_PER_MAC, Models
 from .precision import PRECISIONS, bytes_per_element
 from .roofline import solve
 from .serving import serve
-from .units import Q_
+from .units import Q_, registry
 from .analysis import crossover_batch, max_batch_size, speedup
+
+# Install the course's unit registry as pint's application registry now, not on first use:
+# a Quantity made with pint before the switch would belong to the old registry and not mix
+# with the course's (this costs ~0.15 s of the import).
+registry()
 
 __version__ = "0.1.0"
 

@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 
-from .roofline import _sums, experts_touched, solve
+from .models.layers import experts_touched
+from .roofline import _sums, solve
 from .workloads import Knobs, check_batch, precisions, resolve
 
 
@@ -21,8 +22,8 @@ def speedup(model, baseline, hardware, batch_size=1, precision="fp16", **kwargs)
     """
     before = solve(model, baseline, batch_size, precision, **kwargs)
     after = solve(model, hardware, batch_size, precision, **kwargs)
-    return float(before.latency_si / after.latency_si) if not isinstance(
-        before.latency_si, np.ndarray) else before.latency_si / after.latency_si
+    ratio = before.latency_si / after.latency_si
+    return ratio if isinstance(ratio, np.ndarray) else float(ratio)
 
 
 def crossover_batch(model, hardware, precision="fp16", *, weight_precision=None,
@@ -82,17 +83,17 @@ def max_batch_size(model, hardware, context_tokens, precision="fp16", *, weight_
     >>> max_batch_size(Models.Llama3_8B, Hardware.H100, context_tokens=4096)   # (80e9 − 16.06e9) / (4096 · 131072)
     119
     """
-    from .serving import serve
+    from .errors import CourseError
+    from .serving import _kv_shard, _positive_int
 
-    s = serve(model, hardware, prompt_tokens=context_tokens, output_tokens=1, batch_size=1,
-              precision=precision, weight_precision=weight_precision, kv_precision=kv_precision,
-              tp=tp)
-    # serve counts prompt + output tokens of cache; the wall here is for exactly context_tokens
     model, hardware = resolve(model, hardware)
-    prec = s.precisions
-    from .serving import _kv_shard
-
-    kv_seq = int(check_batch(context_tokens, "context_tokens")[0]) * model.kv_elements_per_token() \
-        * prec.bytes[2] * _kv_shard(model, tp)
+    if not hasattr(model, "kv_elements_per_token"):
+        raise CourseError(f"max_batch_size needs an LLM (a Transformer); {model.name} is a {model.kind}.")
+    if hardware.memory_capacity_si is None:
+        raise CourseError(f"{hardware.name} has no memory capacity in the zoo.")
+    context = _positive_int(context_tokens, "context_tokens")
+    tp = _positive_int(tp, "tp")
+    prec = precisions(hardware, precision, weight_precision, None, kv_precision)
+    kv_seq = context * model.kv_elements_per_token() * prec.bytes[2] * _kv_shard(model, tp)
     room = hardware.memory_capacity_si - model.weight_bytes(prec.weights) / tp
-    return max(0, int(room // kv_seq)) if room > 0 else 0
+    return max(0, int(room // kv_seq))

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .models.layers import experts_touched
 from .units import Q_
 from .workloads import Knobs, check_batch, precisions, resolve
 
@@ -48,11 +49,6 @@ def _sums(table):
         }
         object.__setattr__(table, "_sums", s)
     return s
-
-
-def experts_touched(experts: float, top_k: float, tokens):
-    """Distinct experts that `tokens` tokens routed top-k of E at random read: E·(1-(1-k/E)^t)."""
-    return experts * (1.0 - (1.0 - top_k / experts) ** tokens)
 
 
 def traffic(table, batch, bytes_w, bytes_a, bytes_kv):

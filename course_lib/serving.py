@@ -162,7 +162,7 @@ def serve(model, hardware, prompt_tokens=2048, output_tokens=128, batch_size=1, 
     L, d = model.config.n_layers, model.config.d_model
     kv_shard = _kv_shard(model, tp)
 
-    def per_gpu(table, contexts_kv=None):
+    def per_gpu(table):
         # FLOPs, weights and activations split evenly over tp GPUs; KV by heads.
         f, _ = traffic(table, B, 0.0, 0.0, 0.0)
         _, w = traffic(table, B, bw_, 0.0, 0.0)

@@ -7,8 +7,7 @@ byte count never passes for a plain number. It adds the units the course needs o
 ``byte`` with decimal (``GB``) and binary (``GiB``) prefixes, and ``FLOP/byte``.
 
 Inside the solvers everything is a plain SI float (FLOP, byte, second); Quantities appear
-only at the public surface. pint is imported on first use, so ``import course_lib`` stays
-fast.
+only at the public surface. ``import course_lib`` installs the registry.
 """
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 import pint
 import pytest
 
-from course_lib import CourseError, Hardware, Models, PrecisionError, Q_, UnitsError, solve, serve
+from course_lib import (CourseError, Hardware, Models, PrecisionError, Q_, UnitsError, max_batch_size,
+                        serve, solve)
 
 
 def test_q_mixes_with_pints_application_registry():
@@ -78,5 +79,7 @@ def test_efficiency_knob_range():
 def test_serve_refuses_a_cnn_and_tp_without_links():
     with pytest.raises(CourseError, match="use solve"):
         serve(Models.ResNet50, Hardware.A100)
+    with pytest.raises(CourseError, match="needs an LLM"):
+        max_batch_size(Models.ResNet50, Hardware.A100, context_tokens=128)
     with pytest.raises(CourseError, match="interconnect"):
         serve(Models.Llama3_8B, Hardware.JetsonAGXOrin, tp=2)

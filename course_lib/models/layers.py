@@ -21,6 +21,13 @@ FLOPS_PER_MAC = 2
 """The one FLOP convention of the course: a multiply-accumulate is 2 floating-point operations."""
 
 
+def experts_touched(experts, top_k, tokens):
+    """Expected distinct experts that `tokens` tokens, each routed to `top_k` of `experts`
+    uniformly at random, read: an expert is untouched with probability (1 - k/E)^t, so
+    E·(1 - (1 - k/E)^t) experts are read."""
+    return experts * (1.0 - (1.0 - top_k / experts) ** tokens)
+
+
 @dataclass(frozen=True)
 class Layer:
     """One kernel of a workload.
@@ -102,12 +109,6 @@ class LayerTable:
         return int(self.count.sum())
 
     def experts_touched(self, batch_size):
-        """Expected number of distinct experts a batch reads, per layer (1 for dense layers).
-
-        With `t` tokens each routed to `k` of `E` experts uniformly at random, a given expert is
-        untouched with probability (1 - k/E)^t, so E·(1 - (1 - k/E)^t) experts are read.
-        """
+        """Expected number of distinct experts a batch reads, per layer (1 for dense layers)."""
         t = np.asarray(batch_size, dtype=float)[..., None] * self.tokens_per_sample
-        e, k = self.experts, self.top_k
-        moe = e * (1.0 - (1.0 - k / e) ** t)
-        return np.where(e > 1, moe, 1.0)
+        return np.where(self.experts > 1, experts_touched(self.experts, self.top_k, t), 1.0)
