@@ -17,7 +17,8 @@ environment (about a minute and a half), which is reported separately and reused
 sources change).
 
 Needs root (users, PAM, the local spawner), node and npm (configurable-http-proxy) and
-/usr/bin/python3; .ci/run provides them. Elsewhere it skips and says why.
+/usr/bin/python3; .ci/run provides them and sets ROOFLINE_REQUIRE_HUB=1, under which a missing
+one fails the test. Elsewhere it skips and says why.
 """
 from __future__ import annotations
 
@@ -64,7 +65,10 @@ def _why_not() -> str | None:
     return None
 
 
-pytestmark = [pytest.mark.hub, pytest.mark.skipif(_why_not() is not None, reason=_why_not() or "")]
+WHY_NOT = _why_not()
+# .ci/run sets ROOFLINE_REQUIRE_HUB=1: there a missing prerequisite is a failure, not a skip
+REQUIRED = os.environ.get("ROOFLINE_REQUIRE_HUB") == "1"
+pytestmark = [pytest.mark.hub, pytest.mark.skipif(WHY_NOT is not None and not REQUIRED, reason=WHY_NOT or "")]
 
 
 # ---- helpers --------------------------------------------------------------------------------------
@@ -116,12 +120,16 @@ def right_answers() -> dict:
 
 
 def wrong_answers() -> dict:
-    """grade_id -> a well-formed wrong answer (tests/answers/), the written answers left as released."""
+    """grade_id -> a well-formed wrong answer (tests/answers/) for every code answer, and a
+    short written answer for every written one."""
     path = REPO / "tests" / "answers" / f"a{ASSIGNMENT}.py"
     spec = importlib.util.spec_from_file_location("wrong_answers", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.WRONG
+    nb = nbformat.read(str(next((REPO / "solutions" / ASSIGNMENT).glob("*.ipynb"))), as_version=4)
+    written = {meta(c)["grade_id"]: "More FLOP/s always makes it faster." for c in nb.cells
+               if c.cell_type == "markdown" and meta(c).get("solution")}
+    return {**written, **module.WRONG}
 
 
 def hidden_lines() -> set[str]:
@@ -152,6 +160,19 @@ def expected_scores(kind: str) -> dict:
         if c.cell_type == "code" and m.get("grade") and not m.get("solution"):
             full = float(m.get("points", 0))
             out[m["grade_id"]] = full if kind == "right" or not m["grade_id"].endswith("_correct") else 0.0
+    return out
+
+
+def snapshot(roots: list[Path]) -> dict:
+    """path -> (mode, owner, content digest) of everything under `roots`."""
+    import hashlib
+
+    out = {}
+    for root in roots:
+        for p in [root, *sorted(root.rglob("*"))]:
+            st = p.lstat()
+            digest = hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() and not p.is_symlink() else None
+            out[str(p)] = (st.st_mode, st.st_uid, st.st_gid, digest)
     return out
 
 
@@ -224,6 +245,8 @@ class Browser:
 @pytest.fixture(scope="module")
 def hub():
     """setup.sh at temporary paths, three users, a running hub; everything undone afterwards."""
+    if WHY_NOT:
+        pytest.fail(f"ROOFLINE_REQUIRE_HUB=1, but this test {WHY_NOT}")
     t_start = time.monotonic()
     tag = f"{os.getpid() % 10000}{secrets.token_hex(2)}"
     users = {"instructor": f"rft{tag}i", "right": f"rft{tag}a", "wrong": f"rft{tag}b"}
@@ -243,8 +266,16 @@ def hub():
         with locked(Path(str(PREFIX) + ".lock")):
             setup = run(cmd)
         info["timings"]["setup.sh"] = time.monotonic() - t0
-        info["setup_output"] = setup.stdout
         info["env_built"] = "installing jupyterhub" in setup.stdout
+        # an admin runs it again (more students, a course update): nothing that is right changes
+        homes = [Path(pwd.getpwnam(u).pw_dir) for u in users.values()]
+        watched = [base / "etc", base / "exchange", PREFIX / "env" / "etc" / "jupyter", *homes]
+        before = snapshot(watched)
+        t0 = time.monotonic()
+        again = run(cmd)
+        info["timings"]["setup.sh again"] = time.monotonic() - t0
+        assert not re.search(r"created user|copying|installing", again.stdout), again.stdout
+        assert snapshot(watched) == before, "running setup.sh again changed files or permissions"
         passwords = {u: secrets.token_urlsafe(12) for u in users.values()}
         run(["chpasswd"], input="".join(f"{u}:{p}\n" for u, p in passwords.items()))
         info["passwords"] = passwords
@@ -260,7 +291,7 @@ def hub():
              f"--ConfigurableHTTPProxy.api_url=http://127.0.0.1:{proxy_port}"],
             cwd=base / "state", stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             env={"PATH": f"{PREFIX / 'env' / 'bin'}:/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"})
-        info["hub_pid"] = hub_proc.pid
+        info["hub_proc"] = hub_proc
         import requests
 
         while True:
@@ -276,7 +307,7 @@ def hub():
         info["t_start"] = t_start
         yield info
     finally:
-        _stop(hub_proc, base, users)
+        _stop(hub_proc, base, users)        # a no-op when the test stopped it already
         for u in users.values():
             subprocess.run(["userdel", "--remove", u], capture_output=True)
         for g in groups:
@@ -289,8 +320,10 @@ def _pids_of(user: str) -> list[int]:
     return [int(x) for x in p.stdout.split()]
 
 
-def _stop(hub_proc, base: Path, users: dict) -> None:
-    """Stop the hub (it stops the servers and the proxy it started), then anything left, by pid."""
+def _stop(hub_proc, base: Path, users: dict) -> dict:
+    """Stop the hub with SIGTERM (it stops the servers and the proxy it started), then kill, by
+    pid, whatever is left; returns what had to be killed."""
+    killed = {"hub": False, "proxy": False, "user processes": []}
     proxy_pid = None
     pid_file = base / "state" / "jupyterhub-proxy.pid"
     if pid_file.exists():
@@ -302,12 +335,27 @@ def _stop(hub_proc, base: Path, users: dict) -> None:
         except subprocess.TimeoutExpired:
             hub_proc.kill()
             hub_proc.wait()
-    leftovers = ([proxy_pid] if proxy_pid else []) + [pid for u in users.values() for pid in _pids_of(u)]
-    for pid in leftovers:
+            killed["hub"] = True
+    time.sleep(0.5)
+    if proxy_pid and _alive(proxy_pid):
+        os.kill(proxy_pid, signal.SIGKILL)
+        killed["proxy"] = True
+    for pid in [pid for u in users.values() for pid in _pids_of(u)]:
         try:
             os.kill(pid, signal.SIGKILL)
+            killed["user processes"].append(pid)
         except ProcessLookupError:
             pass
+    return killed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split(")")[-1].split()[0] == "Z")   # a zombie is gone
 
 
 # ---- the term -------------------------------------------------------------------------------------
@@ -487,6 +535,12 @@ def a_term(hub, capsys):
     assignments = teacher.get("formgrader/api/assignments")
     assert assignments.status_code == 200 and ASSIGNMENT in assignments.text, assignments.text[:300]
     assert "@jupyter/nbgrader:formgrader" not in set(teacher.page_config().get("disabledExtensions", []))
+
+    # stopping the hub stops everything it started: nothing is left to kill
+    proxy_pid = int((hub["base"] / "state" / "jupyterhub-proxy.pid").read_text())
+    killed = _stop(hub["hub_proc"], hub["base"], users)
+    assert killed == {"hub": False, "proxy": False, "user processes": []}, killed
+    assert not _alive(proxy_pid) and hub["hub_proc"].returncode is not None
 
     timings["whole test (after setup.sh)"] = time.monotonic() - hub["t_start"] - timings["setup.sh"]
     with capsys.disabled():
