@@ -526,7 +526,8 @@ def a_term(hub, capsys):
     assert b.get("formgrader").status_code == 404
     assert b.get("formgrader/api/assignments").status_code == 404
     disabled = set(b.page_config().get("disabledExtensions", []))
-    assert {"@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment"} <= disabled, disabled
+    assert {"@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment",
+            "@jupyter/nbgrader:course-list"} <= disabled, disabled
     assert "@jupyter/nbgrader:assignment-list" not in disabled
     teacher = Browser(hub["url"], users["instructor"])
     teacher.login(hub["passwords"][users["instructor"]])
@@ -544,8 +545,8 @@ def a_term(hub, capsys):
 
     timings["whole test (after setup.sh)"] = time.monotonic() - hub["t_start"] - timings["setup.sh"]
     with capsys.disabled():
-        print(f"\nhub test timings ({'environment built' if hub['env_built'] else 'environment reused'}"
-              f" by setup.sh):")
+        print(f"\nhub test timings (setup.sh {'installed into' if hub['env_built'] else 'reused'} the shared"
+              f" environment {PREFIX / 'env'}):")
         for k, v in timings.items():
             print(f"  {k:48s} {v:6.1f} s")
         print("  what the other student could read: " + ", ".join(f"{k}: {v}" for k, v in results.items()))

@@ -164,10 +164,12 @@ stamp="$(cd "$SRC" && { printf '%s\n' "${REQUIREMENTS[@]}";
                                -not -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum; } \
                         | sha256sum | cut -d' ' -f1)"
 if [[ "$(cat "$ENV/.roofline-stamp" 2>/dev/null)" != "$stamp" ]]; then
-    say "installing jupyterhub and the course package into $ENV"
-    "$ENV/bin/python" -m pip install --quiet "${REQUIREMENTS[@]}"
-    # same version number, new sources: pip would keep the old copy unless told
-    "$ENV/bin/python" -m pip install --quiet --no-deps --force-reinstall "$SRC"
+    say "installing jupyterhub and the course package into $ENV (log: $PREFIX/pip.log)"
+    {
+        "$ENV/bin/python" -m pip install "${REQUIREMENTS[@]}" &&
+        # same version number, new sources: pip would keep the old copy unless told
+        "$ENV/bin/python" -m pip install --no-deps --force-reinstall "$SRC"
+    } > "$PREFIX/pip.log" 2>&1 || { tail -n 30 "$PREFIX/pip.log" >&2; die "pip failed (see $PREFIX/pip.log)"; }
     echo "$stamp" > "$ENV/.roofline-stamp"
 else
     say "shared environment $ENV is up to date"
@@ -196,14 +198,15 @@ chmod 1777 "$EXCHANGE"
 
 # ---- 6. users, groups, homes --------------------------------------------------------------------
 # Homes created from now on are private (Debian's default is 0755).
-if grep -qE '^[#[:space:]]*HOME_MODE' /etc/login.defs 2>/dev/null; then
-    sed -i -E 's/^[#[:space:]]*HOME_MODE.*/HOME_MODE\t0700/' /etc/login.defs
+# (Only the setting's own line, commented out or not, is touched: `#HOME_MODE 0700`, not the prose.)
+if grep -qE '^#?HOME_MODE[[:space:]]+[0-7]+' /etc/login.defs 2>/dev/null; then
+    sed -i -E 's/^#?HOME_MODE[[:space:]]+[0-7]+.*/HOME_MODE\t0700/' /etc/login.defs
 elif [[ -f /etc/login.defs ]]; then
     printf 'HOME_MODE\t0700\n' >> /etc/login.defs
 fi
 if [[ -f /etc/adduser.conf ]]; then
-    if grep -qE '^[#[:space:]]*DIR_MODE=' /etc/adduser.conf; then
-        sed -i -E 's/^[#[:space:]]*DIR_MODE=.*/DIR_MODE=0700/' /etc/adduser.conf
+    if grep -qE '^#?DIR_MODE=[0-7]+' /etc/adduser.conf; then
+        sed -i -E 's/^#?DIR_MODE=[0-7]+.*/DIR_MODE=0700/' /etc/adduser.conf
     else
         echo "DIR_MODE=0700" >> /etc/adduser.conf
     fi
