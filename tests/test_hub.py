@@ -57,9 +57,12 @@ def _why_not() -> str | None:
         return "needs Linux (Unix users, PAM, bubblewrap)"
     if os.geteuid() != 0:
         return "needs root: it creates Unix users and runs JupyterHub's local-process spawner (.ci/run is root)"
-    for tool in ("useradd", "userdel", "chpasswd", "runuser", "node", "npm"):
+    for tool in ("useradd", "userdel", "chpasswd", "runuser"):
         if not shutil.which(tool):
-            return f"needs {tool} (node and npm for configurable-http-proxy; .ci/run installs them)"
+            return f"needs {tool} (Debian's passwd and util-linux packages)"
+    for tool in ("node", "npm"):
+        if not shutil.which(tool):
+            return f"needs {tool}: configurable-http-proxy runs on node (.ci/run installs node and npm)"
     if not Path(SYSTEM_PYTHON).exists():
         return f"needs {SYSTEM_PYTHON}, a Python every user can run, for the shared environment"
     return None
