@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test venv release bench clean
+.PHONY: lab test venv release bench clean student-repo
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,13 @@ lab: $(STAMP)
 # Regenerate the student notebooks in notebooks/ from the nbgrader sources in solutions/.
 release: $(STAMP)
 	$(BIN)/python -m autograder.release
+
+# The public student repository (notebooks, course_lib, Binder files; no solutions, no hidden
+# tests): make student-repo DEST=../roofline-students
+DEST ?=
+student-repo: $(STAMP)
+	@test -n "$(DEST)" || { echo "usage: make student-repo DEST=folder" >&2; exit 2; }
+	$(BIN)/python -m autograder publish "$(DEST)"
 
 bench: $(STAMP)
 	$(BIN)/python -m course_lib.bench

@@ -1,8 +1,11 @@
-"""python -m autograder release | collect | grade | feedback | export | report
+"""python -m autograder release | collect | grade | feedback | release-feedback | export | report | publish
 
-The course is this repository unless --root says where the grading data lives (submitted/,
-autograded/, feedback/, gradebook.db, reports/); sources stay in solutions/ (--source) and the
-student release in notebooks/ (--release-dir). AUTOGRADER_ROOT sets --root too.
+The course directory (nbgrader_config.py, solutions/, notebooks/, and the grading data: submitted/,
+autograded/, feedback/, gradebook.db, reports/) is --course-dir, or $AUTOGRADER_ROOT, or the
+nearest folder holding nbgrader_config.py from the working directory upward. --root moves the
+grading data elsewhere; --source and --release-dir name other instructor / student notebook
+folders. The exchange (release --exchange, release-feedback) is --exchange ROOT,
+$AUTOGRADER_EXCHANGE, or nbgrader's configured Exchange.root.
 """
 from __future__ import annotations
 
@@ -13,12 +16,20 @@ import sys
 from pathlib import Path
 
 from .course import Course, default_jobs
-from .release import RELEASE, REPO, SOURCE
+from .locate import CONFIGURED, exchange_root, locate_course
 
 
 def _course(args) -> Course:
-    root = args.root or os.environ.get("AUTOGRADER_ROOT") or REPO
-    return Course(root=Path(root), source=Path(args.source), release=Path(args.release_dir))
+    """The course the command works on: paths given on the command line, the rest from the
+    course directory (autograder.locate), which is only looked for when something is missing."""
+    where = None
+    if not (args.root and args.source and args.release_dir):
+        where = locate_course(args.course_dir)
+    source = Path(args.source) if args.source else where.source
+    if not source.is_dir():
+        raise SystemExit(f"{source}: no such folder of instructor notebooks (--source)")
+    return Course(root=Path(args.root) if args.root else where.path, source=source,
+                  release=Path(args.release_dir) if args.release_dir else where.release)
 
 
 def _limits(args):
@@ -47,9 +58,10 @@ def cmd_release(args) -> int:
     names = _assignment_names(course, args.assignment, args.all)
     for p in generate(dest=course.release, only=names, source=course.source):
         print(f"released {p}")
-    exchange = args.exchange or os.environ.get("AUTOGRADER_EXCHANGE")
-    if exchange:
-        for p in release_to_exchange(names, Path(exchange), release=course.release, source=course.source):
+    if args.exchange is not None or os.environ.get("AUTOGRADER_EXCHANGE"):
+        explicit = None if args.exchange in (None, CONFIGURED) else args.exchange
+        exchange = exchange_root(explicit, course.root, must_exist=explicit is None)
+        for p in release_to_exchange(names, exchange, release=course.release, source=course.source):
             print(f"in the exchange: {p}")
     return 0
 
@@ -103,6 +115,29 @@ def cmd_feedback(args) -> int:
     return 1 if r["failed"] or r["leaks"] else 0
 
 
+def cmd_release_feedback(args) -> int:
+    from .release_feedback import release_feedback
+
+    course = _course(args)
+    _assignment_names(course, [args.assignment], False)
+    exchange = exchange_root(args.exchange, course.root)
+    r = release_feedback(course, args.assignment, exchange, students=args.student or None)
+    print(f"{args.assignment}: feedback released to {exchange} for {len(r.released)} student(s)")
+    for student, why in sorted(r.skipped.items()):
+        print(f"  NOT RELEASED: {student}: {why}")
+    return 1 if r.skipped else 0
+
+
+def cmd_publish(args) -> int:
+    from .publish import publish
+
+    where = locate_course(args.course_dir)
+    out = publish(where.path, Path(args.release_dir) if args.release_dir else where.release,
+                  Path(args.source) if args.source else where.source, Path(args.dest), repository=args.repository)
+    print(f"student repository written to {out.dest}: {len(out.files)} files; Binder: {out.binder_url}")
+    return 0
+
+
 def cmd_export(args) -> int:
     from .export import export
 
@@ -125,16 +160,20 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--root", help="where the grading data lives (default: the repository, or $AUTOGRADER_ROOT)")
-    common.add_argument("--source", default=str(SOURCE), help="the instructor notebooks (default: solutions/)")
-    common.add_argument("--release-dir", default=str(RELEASE), help="the student release (default: notebooks/)")
+    common.add_argument("--course-dir", help="the course directory (default: $AUTOGRADER_ROOT, or the nearest "
+                                             "folder with nbgrader_config.py from here upward)")
+    common.add_argument("--root", help="where the grading data lives (default: the course directory)")
+    common.add_argument("--source", help="the instructor notebooks (default: <course>/solutions/)")
+    common.add_argument("--release-dir", help="the student release (default: <course>/notebooks/)")
     common.add_argument("-v", "--verbose", action="store_true")
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("release", parents=[common], help="student notebooks into notebooks/ (and the exchange)")
     r.add_argument("assignment", nargs="*")
     r.add_argument("--all", action="store_true", help="every assignment in solutions/")
-    r.add_argument("--exchange", help="also release into this nbgrader exchange (or $AUTOGRADER_EXCHANGE)")
+    r.add_argument("--exchange", nargs="?", const=CONFIGURED, metavar="ROOT",
+                   help="also release into the nbgrader exchange: ROOT, or $AUTOGRADER_EXCHANGE, or the "
+                        "Exchange.root nbgrader is configured with")
     r.set_defaults(func=cmd_release)
 
     c = sub.add_parser("collect", parents=[common], help="submissions from SOURCE/<student>/<notebook>.ipynb or an LMS zip")
@@ -164,6 +203,21 @@ def parser() -> argparse.ArgumentParser:
     f.add_argument("--student", action="append")
     f.add_argument("-j", "--jobs", type=int, default=default_jobs())
     f.set_defaults(func=cmd_feedback)
+
+    rf = sub.add_parser("release-feedback", parents=[common],
+                        help="put the feedback pages into the exchange, where students fetch them")
+    rf.add_argument("assignment")
+    rf.add_argument("--exchange", metavar="ROOT",
+                    help="default: $AUTOGRADER_EXCHANGE, or the Exchange.root nbgrader is configured with")
+    rf.add_argument("--student", action="append", help="only this student (repeatable)")
+    rf.set_defaults(func=cmd_release_feedback)
+
+    pb = sub.add_parser("publish", parents=[common],
+                        help="write the public student repository (no solutions, no hidden tests) to DEST")
+    pb.add_argument("dest", metavar="DEST")
+    pb.add_argument("--repository", help="its GitHub owner/name, for the Binder link "
+                                         "(default: [tool.course] student-repository in pyproject.toml)")
+    pb.set_defaults(func=cmd_publish)
 
     e = sub.add_parser("export", parents=[common], help="grades CSV: a row per student, a column per notebook")
     e.add_argument("--out", help="default: <root>/grades.csv")

@@ -10,6 +10,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
+# The development checkout this package is imported from (an editable install: `make release`,
+# the tests). An installed copy has no course next to it: the CLI locates the course instead
+# (autograder.locate: --course-dir, $AUTOGRADER_ROOT, nbgrader_config.py upward).
 REPO = Path(__file__).resolve().parent.parent
 SOURCE = REPO / "solutions"
 RELEASE = REPO / "notebooks"

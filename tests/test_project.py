@@ -22,14 +22,25 @@ def _pyproject():
 
 
 def test_environment_yml_names_the_same_dependencies_as_pyproject():
-    proj = _pyproject()
-    wanted = {_name(r) for r in proj["dependencies"] + proj["optional-dependencies"]["course"]}
+    """The library's dependencies, its `course` extra and the build requirements (postBuild
+    builds the package without fetching anything): the same names as pyproject.toml."""
+    toml = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    proj = toml["project"]
+    wanted = {_name(r) for r in proj["dependencies"] + proj["optional-dependencies"]["course"]
+              + toml["build-system"]["requires"]}
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     conda = {_name(d) for d in env["dependencies"] if isinstance(d, str)} - {"python", "pip"}
     assert conda == wanted
-    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
-    assert any(p.startswith("-e .[course]") or p.startswith(".[course]") for p in pip)
     assert "python=3.11" in env["dependencies"]
+
+
+def test_environment_yml_has_no_local_pip_reference():
+    """repo2docker installs an environment.yml with a local pip line (`-e .`, `.`, a path) only
+    after copying the repository, so every commit would rebuild it; postBuild installs the package."""
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip = [line for d in env["dependencies"] if isinstance(d, dict) for line in d.get("pip", [])]
+    local = [line for line in pip if re.match(r"^(-e\s+)?(\.|/|\.\.|file:)", line.strip())]
+    assert not local, f"local pip references in environment.yml: {local}"
 
 
 def test_no_exact_pins_in_the_librarys_dependencies():

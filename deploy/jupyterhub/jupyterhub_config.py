@@ -1,0 +1,102 @@
+"""JupyterHub for the roofline course on one machine.
+
+setup.sh installs this file into the hub's configuration folder (/etc/jupyterhub) next to
+roofline_site.json, which holds this machine's paths and names; both are rewritten when setup.sh
+runs again. Put your own changes in jupyterhub_config.local.py in the same folder (loaded last,
+never touched by setup.sh): the authenticator of your institution, HTTPS, limits.
+
+Every user is a Unix user (nbgrader files a submission under its Unix user name); each single-user
+server runs as that user from the shared environment, in the user's home.
+"""
+import grp
+import json
+import os
+import pwd
+
+c = get_config()  # noqa: F821 (provided by JupyterHub)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(HERE, "roofline_site.json")) as f:
+    site = json.load(f)
+ENV = site["env"]
+
+# ---- network -----------------------------------------------------------------------------------
+# Where users connect. For a real term put HTTPS in front (ssl_cert/ssl_key below, or a reverse
+# proxy such as nginx or Caddy that terminates TLS): passwords must not travel in clear text.
+c.JupyterHub.bind_url = site["bind_url"]
+# c.JupyterHub.ssl_cert = "/etc/letsencrypt/live/hub.example.edu/fullchain.pem"
+# c.JupyterHub.ssl_key = "/etc/letsencrypt/live/hub.example.edu/privkey.pem"
+# The hub's own API and the proxy's API stay on the loopback interface.
+c.JupyterHub.hub_bind_url = "http://127.0.0.1:8081"
+c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:8001"
+c.ConfigurableHTTPProxy.command = [site["proxy"]]
+
+# ---- state ---------------------------------------------------------------------------------------
+c.JupyterHub.db_url = "sqlite:///" + os.path.join(site["state_dir"], "jupyterhub.sqlite")
+c.JupyterHub.cookie_secret_file = os.path.join(site["state_dir"], "jupyterhub_cookie_secret")
+
+# ---- authentication: PLACEHOLDER -------------------------------------------------------------------
+# PAM checks the machine's own Unix passwords (set them with `passwd USER`): it works on one
+# machine as is. For a real course replace it with your institution's single sign-on in
+# jupyterhub_config.local.py, keeping one Unix user per student, e.g. (pip install oauthenticator)
+#     c.JupyterHub.authenticator_class = "generic-oauth"   # + its client id, secret, URLs
+#     c.Authenticator.allowed_users = {...}                # the roster
+# Only members of the course's two groups (setup.sh --student / --instructor) may log in.
+c.JupyterHub.authenticator_class = "pam"
+c.PAMAuthenticator.allowed_groups = {site["students_group"], site["instructors_group"]}
+# Opening a PAM session (utmp, systemd-logind) is not needed for a notebook server.
+c.PAMAuthenticator.open_sessions = False
+#
+# TEST / TRIAL ONLY -- never on a hub with real students: one shared password for every name.
+#     c.JupyterHub.authenticator_class = "shared-password"
+#     c.SharedPasswordAuthenticator.user_password = "at-least-8-characters"
+#     c.Authenticator.allowed_users = {"alice", "bob"}   # each still a Unix user
+# (The end-to-end test, tests/test_hub.py, does not need it: it logs in through PAM with
+# throw-away Unix users.)
+
+# ---- the single-user servers ----------------------------------------------------------------------
+c.JupyterHub.spawner_class = "localprocess"
+c.Spawner.cmd = [os.path.join(ENV, "bin", "jupyterhub-singleuser")]
+c.Spawner.notebook_dir = "~"
+# The shared environment first on PATH (terminals, `python -m autograder`, `nbgrader`), and none
+# of the hub's own environment (root's PATH, PYTHONPATH) passed on.
+c.Spawner.env_keep = ["LANG", "LC_ALL"]
+c.Spawner.environment = {"PATH": f"{ENV}/bin:/usr/local/bin:/usr/bin:/bin"}
+c.Spawner.default_url = "/lab"
+c.Spawner.start_timeout = 60
+c.Spawner.http_timeout = 60
+
+
+def _members(group: str) -> set:
+    try:
+        g = grp.getgrnam(group)
+    except KeyError:
+        return set()
+    return set(g.gr_mem) | {p.pw_name for p in pwd.getpwall() if p.pw_gid == g.gr_gid}
+
+
+def open_the_course(spawner):
+    """Open each user's server in the course: an instructor in their course checkout, a student
+    in ~/<course id>/, where the Assignment List fetches assignments (created here if missing,
+    owned by the student)."""
+    name = spawner.user.name
+    user = pwd.getpwnam(name)
+    if name in _members(site["instructors_group"]):
+        spawner.default_url = "/lab/tree/" + site["course_folder"]
+        return
+    folder = os.path.join(user.pw_dir, site["course_id"])
+    try:
+        os.mkdir(folder, 0o755)
+    except FileExistsError:
+        pass
+    else:
+        os.chown(folder, user.pw_uid, user.pw_gid, follow_symlinks=False)
+    spawner.default_url = "/lab/tree/" + site["course_id"]
+
+
+c.Spawner.pre_spawn_hook = open_the_course
+
+# ---- local changes --------------------------------------------------------------------------------
+_local = os.path.join(HERE, "jupyterhub_config.local.py")
+if os.path.exists(_local):
+    load_subconfig(_local)  # noqa: F821

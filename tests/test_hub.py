@@ -1,0 +1,555 @@
+"""A term on one machine, end to end: the JupyterHub kit of deploy/jupyterhub/ with real users.
+
+deploy/jupyterhub/setup.sh builds everything (shared environment, exchange, users, hub config)
+at temporary paths; a real JupyterHub and configurable-http-proxy serve 127.0.0.1. One instructor
+and two students are real Unix users (unique names, removed at the end) who log in through PAM.
+Each student logs in over HTTP, spawns a server, fetches assignment 01 through the server's nbgrader
+REST API, answers (one right, one wrong) through the contents API, validates and submits. The
+instructor collects from the exchange (`nbgrader collect`), grades sandboxed, generates and releases
+feedback (`python -m autograder ...` from the installed environment); the students fetch it.
+
+Checked: the scores, feedback without hidden tests, what a student can read (not the instructor's
+files, not the other student's work), no Formgrader for students (and one for the instructor).
+Everything started is stopped by pid. Timings are printed (targets on a 2-core machine: hub ready
+<= 10 s, a student round trip <= 15 s, the test <= 3 min); the first run also builds the shared
+environment (about a minute and a half), which is reported separately and reused by later runs
+(ROOFLINE_HUB_TEST_PREFIX, default /var/tmp/roofline-hub-test; setup.sh rebuilds it when the
+sources change).
+
+Needs root (users, PAM, the local spawner), node and npm (configurable-http-proxy) and
+/usr/bin/python3; .ci/run provides them and sets ROOFLINE_REQUIRE_HUB=1, under which a missing
+one fails the test. Elsewhere it skips and says why.
+"""
+from __future__ import annotations
+
+import fcntl
+import html
+import importlib.util
+import json
+import os
+import pwd
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import nbformat
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+KIT = REPO / "deploy" / "jupyterhub"
+ASSIGNMENT = "01_hello_roofline"
+COURSE_ID = "roofline"
+SYSTEM_PYTHON = "/usr/bin/python3"
+PREFIX = Path(os.environ.get("ROOFLINE_HUB_TEST_PREFIX", "/var/tmp/roofline-hub-test"))
+
+
+def _why_not() -> str | None:
+    if not sys.platform.startswith("linux"):
+        return "needs Linux (Unix users, PAM, bubblewrap)"
+    if os.geteuid() != 0:
+        return "needs root: it creates Unix users and runs JupyterHub's local-process spawner (.ci/run is root)"
+    for tool in ("useradd", "userdel", "chpasswd", "runuser"):
+        if not shutil.which(tool):
+            return f"needs {tool} (Debian's passwd and util-linux packages)"
+    for tool in ("node", "npm"):
+        if not shutil.which(tool):
+            return f"needs {tool}: configurable-http-proxy runs on node (.ci/run installs node and npm)"
+    if not Path(SYSTEM_PYTHON).exists():
+        return f"needs {SYSTEM_PYTHON}, a Python every user can run, for the shared environment"
+    return None
+
+
+WHY_NOT = _why_not()
+# .ci/run sets ROOFLINE_REQUIRE_HUB=1: there a missing prerequisite is a failure, not a skip
+REQUIRED = os.environ.get("ROOFLINE_REQUIRE_HUB") == "1"
+pytestmark = [pytest.mark.hub, pytest.mark.skipif(WHY_NOT is not None and not REQUIRED, reason=WHY_NOT or "")]
+
+
+# ---- helpers --------------------------------------------------------------------------------------
+def free_ports(n: int) -> list[int]:
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def run(cmd, **kw) -> subprocess.CompletedProcess:
+    p = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if p.returncode != 0:
+        raise AssertionError(f"{' '.join(map(str, cmd))} failed ({p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+    return p
+
+
+def as_user(user: str, home: Path, env_bin: Path, cmd: list, cwd: Path, **kw) -> subprocess.CompletedProcess:
+    """Run `cmd` as `user`, with the environment the hub gives that user's terminal."""
+    return run(["runuser", "-u", user, "--", "env", "-i", f"HOME={home}", f"USER={user}", "LANG=C.UTF-8",
+                f"PATH={env_bin}:/usr/local/bin:/usr/bin:/bin", *map(str, cmd)], cwd=cwd, **kw)
+
+
+def can_read(user: str, path: Path) -> str:
+    """What happens when `user` tries to read `path` (a file or a folder): 'read' or the error."""
+    probe = ("import os, sys\np = sys.argv[1]\n"
+             "try:\n    os.listdir(p) if os.path.isdir(p) else open(p, 'rb').read(1)\n    print('read')\n"
+             "except OSError as e:\n    print(type(e).__name__)\n")
+    p = subprocess.run(["runuser", "-u", user, "--", SYSTEM_PYTHON, "-c", probe, str(path)],
+                       capture_output=True, text=True, cwd="/")
+    return p.stdout.strip() or p.stderr.strip()
+
+
+def meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+
+
+def without_markers(source: str) -> str:
+    return "\n".join(l for l in source.splitlines() if "### BEGIN SOLUTION" not in l and "### END SOLUTION" not in l)
+
+
+def right_answers() -> dict:
+    """grade_id -> the instructor's solution (what a student who gets everything right writes)."""
+    nb = nbformat.read(str(next((REPO / "solutions" / ASSIGNMENT).glob("*.ipynb"))), as_version=4)
+    return {meta(c)["grade_id"]: without_markers(c.source) for c in nb.cells if meta(c).get("solution")}
+
+
+def wrong_answers() -> dict:
+    """grade_id -> a well-formed wrong answer (tests/answers/) for every code answer, and a
+    short written answer for every written one."""
+    path = REPO / "tests" / "answers" / f"a{ASSIGNMENT}.py"
+    spec = importlib.util.spec_from_file_location("wrong_answers", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    nb = nbformat.read(str(next((REPO / "solutions" / ASSIGNMENT).glob("*.ipynb"))), as_version=4)
+    written = {meta(c)["grade_id"]: "More FLOP/s always makes it faster." for c in nb.cells
+               if c.cell_type == "markdown" and meta(c).get("solution")}
+    return {**written, **module.WRONG}
+
+
+def hidden_lines() -> set[str]:
+    """Lines of the assignment's hidden tests that the student release does not show."""
+    src = next((REPO / "solutions" / ASSIGNMENT).glob("*.ipynb"))
+    released = "\n".join(c.source for c in nbformat.read(str(REPO / "notebooks" / ASSIGNMENT / src.name),
+                                                           as_version=4).cells)
+    out, inside = set(), False
+    for cell in nbformat.read(str(src), as_version=4).cells:
+        for line in cell.source.splitlines():
+            if "### BEGIN HIDDEN TESTS" in line:
+                inside = True
+            elif "### END HIDDEN TESTS" in line:
+                inside = False
+            elif inside and len(line.strip()) >= 12 and line.strip() not in released \
+                    and not re.match(r"^(from\s+\S+\s+)?import\s", line.strip()):
+                out.add(line.strip())
+    return out
+
+
+def expected_scores(kind: str) -> dict:
+    """grade_id -> expected automatic score of every autograded test cell: all points for the right
+    answers; for the wrong ones the form tests' points and nothing from the correctness tests."""
+    nb = nbformat.read(str(next((REPO / "solutions" / ASSIGNMENT).glob("*.ipynb"))), as_version=4)
+    out = {}
+    for c in nb.cells:
+        m = meta(c)
+        if c.cell_type == "code" and m.get("grade") and not m.get("solution"):
+            full = float(m.get("points", 0))
+            out[m["grade_id"]] = full if kind == "right" or not m["grade_id"].endswith("_correct") else 0.0
+    return out
+
+
+def snapshot(roots: list[Path]) -> dict:
+    """path -> (mode, owner, content digest) of everything under `roots`."""
+    import hashlib
+
+    out = {}
+    for root in roots:
+        for p in [root, *sorted(root.rglob("*"))]:
+            st = p.lstat()
+            digest = hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() and not p.is_symlink() else None
+            out[str(p)] = (st.st_mode, st.st_uid, st.st_gid, digest)
+    return out
+
+
+@contextmanager
+def locked(path: Path):
+    """One setup.sh at a time on the shared environment (two test runs, say)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+class Browser:
+    """A student's or instructor's browser session, driven over HTTP with requests."""
+
+    def __init__(self, base: str, user: str):
+        import requests
+
+        self.base, self.user, self.s = base, user, requests.Session()
+
+    def login(self, password: str) -> None:
+        r = self.s.get(f"{self.base}/hub/login", timeout=30)
+        r.raise_for_status()
+        xsrf = re.search(r'name="_xsrf" value="([^"]+)"', r.text).group(1)
+        r = self.s.post(f"{self.base}/hub/login", data={"username": self.user, "password": password, "_xsrf": xsrf},
+                        allow_redirects=False, timeout=30)
+        assert r.status_code == 302 and "jupyterhub-session-id" in self.s.cookies, \
+            f"{self.user} could not log in: {r.status_code} {r.text[:300]}"
+
+    def spawn(self, timeout: float = 60) -> str:
+        """Start the user's server as the hub's home page does, and open it (the hub's OAuth
+        hand-off gives the browser the server's cookie); returns the URL it lands on."""
+        self.s.get(f"{self.base}/hub/spawn/{self.user}", timeout=30).raise_for_status()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            r = self.s.get(f"{self.base}/hub/user/{self.user}/", timeout=30)
+            path = urlsplit(r.url).path
+            if r.status_code == 200 and path.startswith(f"/user/{self.user}/"):
+                return path
+            time.sleep(0.2)
+        raise AssertionError(f"{self.user}'s server did not start in {timeout} s")
+
+    def url(self, path: str) -> str:
+        return f"{self.base}/user/{self.user}/{path.lstrip('/')}"
+
+    def get(self, path: str, **kw):
+        return self.s.get(self.url(path), timeout=120, **kw)
+
+    def post(self, path: str, **kw):
+        xsrf = self.s.cookies.get("_xsrf", path=f"/user/{self.user}/")
+        return self.s.post(self.url(path), headers={"X-XSRFToken": xsrf}, timeout=300, **kw)
+
+    def put(self, path: str, **kw):
+        xsrf = self.s.cookies.get("_xsrf", path=f"/user/{self.user}/")
+        return self.s.put(self.url(path), headers={"X-XSRFToken": xsrf}, timeout=120, **kw)
+
+    def nbgrader(self, action: str) -> dict:
+        r = self.post(f"assignments/{action}", data={"course_id": COURSE_ID, "assignment_id": ASSIGNMENT})
+        r.raise_for_status()
+        return r.json()
+
+    def page_config(self) -> dict:
+        r = self.get("lab")
+        r.raise_for_status()
+        m = re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>', r.text, re.S)
+        return json.loads(m.group(1))
+
+
+# ---- the machine ----------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def hub():
+    """setup.sh at temporary paths, three users, a running hub; everything undone afterwards."""
+    if WHY_NOT:
+        pytest.fail(f"ROOFLINE_REQUIRE_HUB=1, but this test {WHY_NOT}")
+    t_start = time.monotonic()
+    tag = f"{os.getpid() % 10000}{secrets.token_hex(2)}"
+    users = {"instructor": f"rft{tag}i", "right": f"rft{tag}a", "wrong": f"rft{tag}b"}
+    groups = (f"rft{tag}-students", f"rft{tag}-instructors")
+    base = Path(tempfile.mkdtemp(prefix="roofline-hub-", dir="/tmp"))
+    base.chmod(0o755)                       # the exchange inside must be reachable by every user
+    port, hub_port, proxy_port = free_ports(3)
+    info = {"users": users, "base": base, "url": f"http://127.0.0.1:{port}", "timings": {}, "log": base / "hub.log"}
+    hub_proc = None
+    try:
+        cmd = [str(KIT / "setup.sh"), "--prefix", str(PREFIX), "--exchange", str(base / "exchange"),
+               "--config-dir", str(base / "etc"), "--state-dir", str(base / "state"), "--python", SYSTEM_PYTHON,
+               "--bind-url", info["url"], "--students-group", groups[0], "--instructors-group", groups[1],
+               "--instructor", users["instructor"], "--student", users["right"], "--student", users["wrong"],
+               "--no-service"]
+        t0 = time.monotonic()
+        with locked(Path(str(PREFIX) + ".lock")):
+            setup = run(cmd)
+        info["timings"]["setup.sh"] = time.monotonic() - t0
+        info["env_built"] = "installing jupyterhub" in setup.stdout
+        # an admin runs it again (more students, a course update): nothing that is right changes
+        homes = [Path(pwd.getpwnam(u).pw_dir) for u in users.values()]
+        watched = [base / "etc", base / "exchange", PREFIX / "env" / "etc" / "jupyter", *homes]
+        before = snapshot(watched)
+        t0 = time.monotonic()
+        again = run(cmd)
+        info["timings"]["setup.sh again"] = time.monotonic() - t0
+        assert not re.search(r"created user|copying|installing", again.stdout), again.stdout
+        assert snapshot(watched) == before, "running setup.sh again changed files or permissions"
+        passwords = {u: secrets.token_urlsafe(12) for u in users.values()}
+        run(["chpasswd"], input="".join(f"{u}:{p}\n" for u, p in passwords.items()))
+        info["passwords"] = passwords
+        info["env"] = PREFIX / "env"
+        info["home"] = {k: Path(pwd.getpwnam(u).pw_dir) for k, u in users.items()}
+        info["course"] = info["home"]["instructor"] / "roofline-course"
+
+        t0 = time.monotonic()
+        log = open(info["log"], "w")
+        hub_proc = subprocess.Popen(
+            [str(PREFIX / "env" / "bin" / "jupyterhub"), "-f", str(base / "etc" / "jupyterhub_config.py"),
+             f"--JupyterHub.hub_bind_url=http://127.0.0.1:{hub_port}",
+             f"--ConfigurableHTTPProxy.api_url=http://127.0.0.1:{proxy_port}"],
+            cwd=base / "state", stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            env={"PATH": f"{PREFIX / 'env' / 'bin'}:/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"})
+        info["hub_proc"] = hub_proc
+        import requests
+
+        while True:
+            try:
+                if requests.get(f"{info['url']}/hub/api", timeout=5).status_code == 200:
+                    break
+            except requests.ConnectionError:
+                pass
+            if hub_proc.poll() is not None or time.monotonic() - t0 > 60:
+                raise AssertionError("the hub did not start:\n" + info["log"].read_text()[-4000:])
+            time.sleep(0.1)
+        info["timings"]["hub ready"] = time.monotonic() - t0
+        info["t_start"] = t_start
+        yield info
+    finally:
+        _stop(hub_proc, base, users)        # a no-op when the test stopped it already
+        for u in users.values():
+            subprocess.run(["userdel", "--remove", u], capture_output=True)
+        for g in groups:
+            subprocess.run(["groupdel", g], capture_output=True)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _pids_of(user: str) -> list[int]:
+    p = subprocess.run(["ps", "-o", "pid=", "-u", user], capture_output=True, text=True)
+    return [int(x) for x in p.stdout.split()]
+
+
+def _stop(hub_proc, base: Path, users: dict) -> dict:
+    """Stop the hub with SIGTERM (it stops the servers and the proxy it started), then kill, by
+    pid, whatever is left; returns what had to be killed."""
+    killed = {"hub": False, "proxy": False, "user processes": []}
+    proxy_pid = None
+    pid_file = base / "state" / "jupyterhub-proxy.pid"
+    if pid_file.exists():
+        proxy_pid = int(pid_file.read_text().strip() or 0) or None
+    if hub_proc is not None and hub_proc.poll() is None:
+        hub_proc.send_signal(signal.SIGTERM)
+        try:
+            hub_proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            hub_proc.kill()
+            hub_proc.wait()
+            killed["hub"] = True
+    time.sleep(0.5)
+    if proxy_pid and _alive(proxy_pid):
+        os.kill(proxy_pid, signal.SIGKILL)
+        killed["proxy"] = True
+    for pid in [pid for u in users.values() for pid in _pids_of(u)]:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            killed["user processes"].append(pid)
+        except ProcessLookupError:
+            pass
+    return killed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split(")")[-1].split()[0] == "Z")   # a zombie is gone
+
+
+# ---- the term -------------------------------------------------------------------------------------
+def student_round_trip(hub, who: str, answers: dict) -> dict:
+    """Log in, spawn, fetch, answer, validate, submit: what a student does, over HTTP."""
+    user = hub["users"][who]
+    b = Browser(hub["url"], user)
+    t0 = time.monotonic()
+    b.login(hub["passwords"][user])
+    landed = b.spawn()
+    t_spawned = time.monotonic() - t0
+    listing = b.get("assignments", params={"course_id": COURSE_ID}).json()
+    assert listing["success"], listing
+    assert [a["status"] for a in listing["value"] if a["assignment_id"] == ASSIGNMENT] == ["released"], listing
+    b.nbgrader("fetch")
+    folder = f"{COURSE_ID}/{ASSIGNMENT}"
+    name = next((REPO / "notebooks" / ASSIGNMENT).glob("*.ipynb")).name
+    r = b.get(f"api/contents/{folder}/{name}", params={"content": 1})
+    assert r.status_code == 200, f"{user}: the fetched notebook is not at {folder}/{name}: {r.status_code}"
+    nb = r.json()["content"]
+    filled = 0
+    for cell in nb["cells"]:
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if gid in answers:
+            cell["source"] = answers[gid]
+            filled += 1
+    assert filled == len(answers), f"{user}: {filled} of {len(answers)} answer cells found"
+    b.put(f"api/contents/{folder}/{name}", json={"type": "notebook", "format": "json", "content": nb}) \
+        .raise_for_status()
+    v = b.post("assignments/validate", data={"path": f"{folder}/{name}"})
+    v.raise_for_status()
+    validation = v.json()
+    submitted = b.nbgrader("submit")
+    assert submitted["success"], submitted
+    mine = [a for a in submitted["value"] if a["assignment_id"] == ASSIGNMENT and a["status"] == "submitted"]
+    assert mine, f"{user}: the Assignment List shows no submission: {submitted}"
+    return {"browser": b, "landed": landed, "validation": validation, "seconds": time.monotonic() - t0,
+            "spawn_seconds": t_spawned, "notebook": name}
+
+
+def collect_from_exchange(hub) -> None:
+    """The instructor collects the submissions from the exchange into submitted/ (with
+    timestamp.txt and submission_secret.txt). nbgrader's own collect for now; switch to
+    `python -m autograder collect ASSIGNMENT --exchange` once it exists."""
+    as_user(hub["users"]["instructor"], hub["home"]["instructor"], hub["env"] / "bin",
+            ["nbgrader", "collect", ASSIGNMENT], cwd=hub["course"])
+
+
+def instructor(hub, *args) -> str:
+    """`python -m autograder ARGS` as the instructor, from the shared environment. Run in the
+    course's notebooks/ folder: the course is found upward (nbgrader_config.py) and the package
+    imported is the installed one, not the checkout's."""
+    p = as_user(hub["users"]["instructor"], hub["home"]["instructor"], hub["env"] / "bin",
+                ["python", "-m", "autograder", *args], cwd=hub["course"] / "notebooks")
+    return p.stdout
+
+
+def gradebook_scores(hub, user: str) -> dict:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{hub['course'] / 'gradebook.db'}", course_id=COURSE_ID) as gb:
+        nb_name = next((REPO / "solutions" / ASSIGNMENT).glob("*.ipynb")).stem
+        sub = gb.find_submission_notebook(nb_name, ASSIGNMENT, user)
+        return {g.name: g.auto_score for g in sub.grades if g.cell.cell_type == "code"}
+
+
+@contextmanager
+def hub_log_on_failure(hub):
+    try:
+        yield
+    except Exception as e:
+        tail = "\n".join(hub["log"].read_text(errors="replace").splitlines()[-60:])
+        raise AssertionError(f"{e}\n---- the hub's log (last lines) ----\n{tail}") from e
+
+
+def test_a_term_on_one_machine(hub, capsys):
+    with hub_log_on_failure(hub):
+        a_term(hub, capsys)
+
+
+def a_term(hub, capsys):
+    users, home, course = hub["users"], hub["home"], hub["course"]
+    timings = hub["timings"]
+
+    # the instructor releases assignment 01 into the exchange nbgrader is configured with
+    out = instructor(hub, "release", ASSIGNMENT, "--exchange")
+    assert f"{COURSE_ID}/outbound/{ASSIGNMENT}" in out
+
+    # two students, one right, one wrong
+    right = student_round_trip(hub, "right", right_answers())
+    wrong = student_round_trip(hub, "wrong", wrong_answers())
+    timings["student round trip (right)"] = right["seconds"]
+    timings["student round trip (wrong)"] = wrong["seconds"]
+    timings["  of which login + spawn"] = max(right["spawn_seconds"], wrong["spawn_seconds"])
+    assert right["landed"].rstrip("/").endswith(f"/user/{users['right']}/lab/tree/{COURSE_ID}"), right["landed"]
+    # Validate runs the visible tests: both pass them (the wrong answers are well formed)
+    for who, trip in (("right", right), ("wrong", wrong)):
+        v = trip["validation"]
+        assert v["success"] and isinstance(v["value"], dict), f"{who}: {v}"
+        assert not {"failed", "changed", "type_changed"} & set(v["value"]), f"{who}: {v['value']}"
+
+    # the instructor: collect, grade (sandboxed), feedback, release it
+    t0 = time.monotonic()
+    collect_from_exchange(hub)
+    for who in ("right", "wrong"):
+        sub = course / "submitted" / users[who] / ASSIGNMENT
+        assert (sub / "timestamp.txt").is_file() and (sub / "submission_secret.txt").is_file(), sorted(sub.iterdir())
+    graded = instructor(hub, "grade", ASSIGNMENT, "--require-sandbox", "-q")
+    assert "sandboxed" in graded and "failed 0" in graded, graded
+    instructor(hub, "feedback", ASSIGNMENT)
+    released = instructor(hub, "release-feedback", ASSIGNMENT)
+    assert "for 2 student(s)" in released, released
+    timings["instructor: collect, grade, feedback, release"] = time.monotonic() - t0
+
+    # the scores
+    for who, kind in (("right", "right"), ("wrong", "wrong")):
+        got, want = gradebook_scores(hub, users[who]), expected_scores(kind)
+        assert got == want, f"{who}: scores {got}, expected {want}"
+    assert sum(expected_scores("right").values()) > sum(expected_scores("wrong").values()) > 0
+
+    # the students fetch their feedback; it shows their score and no hidden test
+    secret = hidden_lines()
+    assert secret, "assignment 01 has no hidden-test lines to look for"
+    for who in ("right", "wrong"):
+        b, name = (right if who == "right" else wrong)["browser"], right["notebook"]
+        listing = b.nbgrader("fetch_feedback")
+        assert listing["success"], listing
+        r = b.get(f"api/contents/{COURSE_ID}/{ASSIGNMENT}/feedback", params={"content": 1})
+        assert r.status_code == 200, f"{who}: no feedback folder after fetch_feedback"
+        stamps = [e["path"] for e in r.json()["content"] if e["type"] == "directory"]
+        assert len(stamps) == 1, stamps
+        page = b.get(f"api/contents/{stamps[0]}/{Path(name).stem}.html",
+                     params={"content": 1, "type": "file", "format": "text"})
+        assert page.status_code == 200, f"{who}: no feedback page in {stamps[0]}"
+        text = html.unescape(re.sub(r"<[^>]+>", " ", page.json()["content"]))
+        total = sum(expected_scores(who).values())
+        assert re.search(rf"Score:\s*{total:g}(\.0+)?\s*/", text), f"{who}: the page does not show the score {total}"
+        shown = sorted(s for s in secret if s in text)
+        assert not shown, f"{who}'s feedback shows hidden-test lines: {shown}"
+
+    # what a student can read: not the instructor's files, not the other student's work
+    right_copy = home["right"] / COURSE_ID / ASSIGNMENT / right["notebook"]
+    inbound = Path(hub["base"]) / "exchange" / COURSE_ID / "inbound"
+    reads = {
+        "the instructor's home": home["instructor"],
+        "the solutions": course / "solutions" / ASSIGNMENT / right["notebook"],
+        "the gradebook": course / "gradebook.db",
+        "the collected submission (instructor)": course / "submitted" / users["right"] / ASSIGNMENT / right["notebook"],
+        "the autograded notebook": course / "autograded" / users["right"] / ASSIGNMENT / right["notebook"],
+        "the other student's home": home["right"],
+        "the other student's notebook": right_copy,
+        "the exchange's inbound folder (listing)": inbound,
+    }
+    results = {what: can_read(users["wrong"], path) for what, path in reads.items()}
+    assert all(v == "PermissionError" for v in results.values()), results
+    assert can_read(users["right"], right_copy) == "read"            # the probe can succeed
+    assert can_read(users["instructor"], inbound) == "read"
+    # nbgrader files each submission in the exchange under a random name the other students cannot list
+    names = [p.name for p in inbound.iterdir() if p.name.startswith(users["right"] + "+")]
+    assert names and all(re.search(r"\+[A-Za-z0-9_=-]{12}$", n) for n in names), names
+    assert oct(inbound.stat().st_mode & 0o777) == "0o733"
+    assert oct((Path(hub["base"]) / "exchange").stat().st_mode & 0o7777) == "0o1777"
+    for who in users:
+        assert home[who].stat().st_mode & 0o077 == 0, f"{who}'s home is readable by others"
+
+    # students have no Formgrader (nor Create Assignment, Courses); the instructor has
+    b = right["browser"]
+    assert b.get("formgrader").status_code == 404
+    assert b.get("formgrader/api/assignments").status_code == 404
+    disabled = set(b.page_config().get("disabledExtensions", []))
+    assert {"@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment",
+            "@jupyter/nbgrader:course-list"} <= disabled, disabled
+    assert "@jupyter/nbgrader:assignment-list" not in disabled
+    teacher = Browser(hub["url"], users["instructor"])
+    teacher.login(hub["passwords"][users["instructor"]])
+    landed = teacher.spawn()
+    assert landed.rstrip("/").endswith("/lab/tree/roofline-course"), landed
+    assignments = teacher.get("formgrader/api/assignments")
+    assert assignments.status_code == 200 and ASSIGNMENT in assignments.text, assignments.text[:300]
+    assert "@jupyter/nbgrader:formgrader" not in set(teacher.page_config().get("disabledExtensions", []))
+
+    # stopping the hub stops everything it started: nothing is left to kill
+    proxy_pid = int((hub["base"] / "state" / "jupyterhub-proxy.pid").read_text())
+    killed = _stop(hub["hub_proc"], hub["base"], users)
+    assert killed == {"hub": False, "proxy": False, "user processes": []}, killed
+    assert not _alive(proxy_pid) and hub["hub_proc"].returncode is not None
+
+    timings["whole test (after setup.sh)"] = time.monotonic() - hub["t_start"] - timings["setup.sh"]
+    with capsys.disabled():
+        print(f"\nhub test timings (setup.sh {'installed into' if hub['env_built'] else 'reused'} the shared"
+              f" environment {PREFIX / 'env'}):")
+        for k, v in timings.items():
+            print(f"  {k:48s} {v:6.1f} s")
+        print("  what the other student could read: " + ", ".join(f"{k}: {v}" for k, v in results.items()))
