@@ -54,9 +54,11 @@ def _positive_int(v, name):
 class Phase:
     """One phase's roofline. For decode, figures are per step averaged over the steps."""
 
-    def __init__(self, name, flops, nbytes, t_compute, t_memory, t_comm, latency, bottleneck):
+    def __init__(self, name, flops, nbytes, t_compute, t_memory, t_comm, latency, bottleneck,
+                 parts=None):
         self.name = name
         self.flops_si, self.bytes_si = flops, nbytes
+        self._parts = parts or {}
         self.t_compute_si, self.t_memory_si, self.t_comm_si = t_compute, t_memory, t_comm
         self.latency_si = latency
         self.bottleneck = bottleneck
@@ -68,6 +70,12 @@ class Phase:
     t_memory = property(lambda self: Q_(self.t_memory_si * 1e3, "ms"))
     t_comm = property(lambda self: Q_(self.t_comm_si * 1e3, "ms"))
     latency = property(lambda self: Q_(self.latency_si * 1e3, "ms"))
+
+    @property
+    def bytes_breakdown(self) -> dict:
+        """What ``bytes`` is made of, in GB per GPU: weights (with gathered embedding rows),
+        activations, KV cache (decode: the mean step)."""
+        return {k: Q_(v / 1e9, "GB") for k, v in self._parts.items()}
 
     def __repr__(self):
         comm = f", comm {_fmt_time(self.t_comm_si)}" if self.t_comm_si else ""
@@ -117,6 +125,9 @@ class Serving:
             comm + f"  {self.knobs.describe()}" + (f"\n  {self.perturbation}" if self.perturbation else ""),
         ]
         return "\n".join(lines)
+
+
+_PARTS = ("weights", "activations", "kv_cache")
 
 
 def _allreduce_time(nbytes, n, link_bandwidth, link_latency):
@@ -198,27 +209,31 @@ def serve(model, hardware, prompt_tokens=2048, output_tokens=128, batch_size=1, 
         _, w = traffic(table, B, bw_, 0.0, 0.0)
         _, a = traffic(table, B, 0.0, ba_, 0.0)
         _, kv = traffic(table, B, 0.0, 0.0, bkv_)
-        return f / tp, B * _sums(table)["flops_attn"] / tp, w / tp + a / tp + kv * kv_shard
+        parts = np.array([w / tp, a / tp, kv * kv_shard])
+        return f / tp, B * _sums(table)["flops_attn"] / tp, parts
 
     def seconds(f, f_attn):
         return (f - f_attn) / peak + f_attn / peak_attn
 
     # prefill: one pass over the prompt
     pre = model.prefill_table(P)
-    f_pre, fa_pre, b_pre = per_gpu(pre)
+    f_pre, fa_pre, parts_pre = per_gpu(pre)
+    b_pre = parts_pre.sum()
     comm_pre = 2 * L * _allreduce_time(B * P * d * ba_, tp, link_bw, latency)
     tc, tm = seconds(f_pre, fa_pre), b_pre / bw
     overhead = pre.kernels * knobs.overhead_per_kernel
     prefill = Phase("prefill", f_pre, b_pre, tc, tm, comm_pre,
-                    max(tc, tm) + comm_pre + overhead, regime(tc, tm, comm_pre if tp > 1 else None))
+                    max(tc, tm) + comm_pre + overhead, regime(tc, tm, comm_pre if tp > 1 else None),
+                    parts=dict(zip(_PARTS, parts_pre)))
 
     # decode: steps for tokens 2..T, each attending over the prompt and the tokens so far.
     # Every cost is linear in the tokens attended (the context, or the sliding window's
     # worth of it), so two tables give it for all steps.
     contexts = np.arange(P + 1, P + T, dtype=float) if T > 1 else np.array([P + 1.0])
     attended = model.attended_tokens(contexts)
-    f1, fa1, b1 = per_gpu(model.decode_table(1))
-    f2, fa2, b2 = per_gpu(model.decode_table(2))
+    f1, fa1, parts1 = per_gpu(model.decode_table(1))
+    f2, fa2, parts2 = per_gpu(model.decode_table(2))
+    b1, b2 = parts1.sum(), parts2.sum()
     f_dec = f1 + (f2 - f1) * (attended - 1)
     fa_dec = fa1 + (fa2 - fa1) * (attended - 1)
     b_dec = b1 + (b2 - b1) * (attended - 1)
@@ -227,7 +242,8 @@ def serve(model, hardware, prompt_tokens=2048, output_tokens=128, batch_size=1, 
     steps = np.maximum(tc, tm) + comm_dec + model.decode_table(1).kernels * knobs.overhead_per_kernel
     decode = Phase("decode", float(f_dec.mean()), float(b_dec.mean()), float(tc.mean()),
                    float(tm.mean()), comm_dec, float(steps.mean()),
-                   regime(tc.sum(), tm.sum(), comm_dec * len(contexts) if tp > 1 else None))
+                   regime(tc.sum(), tm.sum(), comm_dec * len(contexts) if tp > 1 else None),
+                   parts=dict(zip(_PARTS, parts1 + (parts2 - parts1) * (attended.mean() - 1))))
 
     # memory
     weights = model.weight_bytes(prec.weights)
