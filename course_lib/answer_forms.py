@@ -100,7 +100,11 @@ class Spec:
 
 
 class Regime(Spec):
-    """A roofline regime: 'memory-bound', 'compute-bound' (or 'communication-bound')."""
+    """A roofline regime: 'memory-bound', 'compute-bound' (or 'communication-bound').
+
+    >>> Regime().read("compute")
+    'compute-bound'
+    """
 
     kind = "regime"
 
@@ -136,7 +140,13 @@ def _choice_key(value) -> str:
 
 
 class Choice(Spec):
-    """One of the listed options (strings, or whole numbers such as batch sizes)."""
+    """One of the listed options (strings, or whole numbers such as batch sizes).
+
+    >>> Choice("prefill", "decode").read("Pre-fill")
+    'prefill'
+    >>> Choice(16, 64, 256).read(256.0)
+    256
+    """
 
     kind = "choice"
 
@@ -187,6 +197,12 @@ class Number(Spec):
     units   -- e.g. "FLOP/byte", "ms", "GB"; None for a plain number (a count, a ratio)
     low, high -- the range a well-formed answer lies in, if the question fixes one (a fraction
                lies between 0 and 1)
+
+    >>> from course_lib import Q_
+    >>> Number("ms").read(Q_(1500, "us"))
+    1.5
+    >>> Number("ms", rel_tol=0.02).agrees(1.52, 1.5)
+    True
     """
 
     kind = "number"
@@ -254,7 +270,11 @@ class Number(Spec):
 
 
 class Ratio(Number):
-    """A plain number saying how many times: a speedup, a ratio, a fraction."""
+    """A plain number saying how many times: a speedup, a ratio, a fraction.
+
+    >>> Ratio(low=0, high=1).read("0.68")
+    0.68
+    """
 
     kind = "ratio"
 
@@ -266,7 +286,11 @@ class Ratio(Number):
 
 
 class WholeNumber(Number):
-    """A count that must be whole (sequences, layers); `rel_tol` 0 means exactly."""
+    """A count that must be whole (sequences, layers); `rel_tol` 0 means exactly.
+
+    >>> WholeNumber().read(64.0)
+    64.0
+    """
 
     kind = "whole"
 
@@ -295,7 +319,11 @@ _PLACEHOLDERS = {"", "...", "todo", "your reason here", "your answer here", "bec
 
 
 class Reason(Spec):
-    """A one-sentence reason: a string of at least `min_chars` characters, not a placeholder."""
+    """A one-sentence reason: a string of at least `min_chars` characters, not a placeholder.
+
+    >>> Reason().read("  Intensity is far below the ridge. ")
+    'Intensity is far below the ridge.'
+    """
 
     kind = "reason"
 
