@@ -67,8 +67,8 @@ MISCONCEPTIONS: dict[str, Misconception] = {
     # units
     "gib-vs-gb": Misconception(
         "mixing binary GiB (2^30 B) and decimal GB (10^9 B)",
-        "Memory capacities are binary (an 80 GB HBM part holds 80 GiB = 85.9e9 B; nvidia-smi counts "
-        "MiB); bandwidths and GB in this course are decimal. Convert to bytes first."),
+        "Memory capacities are binary (a datasheet's \"80 GB\" of HBM is 80 GiB; nvidia-smi counts MiB "
+        "of 2^20 B); bandwidths and GB in this course are decimal (10^9 B). Convert to bytes first."),
     "unit-prefix": Misconception(
         "a unit prefix slip (a factor of 1000)",
         "Carry the units through: T = 10^12, G = 10^9, M = 10^6; ms = 10^-3 s, us = 10^-6 s."),
