@@ -31,7 +31,7 @@ MISTAKES = {
                                'q5_reasoning = "Decode is always memory-bound, whatever the weight format."\n'),
     ],
     "quant_q6_prediction": [
-        ("weights-only", "q6_prediction = 4.0\n"
+        ("other-roof", "q6_prediction = 4.0\n"
                          'q6_reasoning = "Int4 weights are four times smaller than fp16 ones."\n'),
         ("other-roof", "q6_prediction = 1.5\n"
                        'q6_reasoning = "The step moves about a third fewer bytes with int4 weights."\n'),
