@@ -191,11 +191,17 @@ def assigned_names(source: str) -> list[str]:
 
 
 def used_names(source: str) -> set[str]:
+    """Names a test cell reads: as variables, or by name as course_lib.checks does
+    (check_answer("q", "q2_ridge", ...), check_form("q", q2_ridge=...))."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return set()
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    names |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.keyword) and n.arg}
+    names |= {n.value for n in ast.walk(tree)
+              if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier()}
+    return names
 
 
 _QUESTION = re.compile(r"^(?P<prefix>.*?_q\d+)_")

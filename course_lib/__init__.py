@@ -6,8 +6,9 @@
 'memory-bound'
 
 Conventions (written once, here and in the README): 1 multiply-accumulate = 2 FLOPs (the
-vendors' convention for peaks); peaks are dense; GB = 10⁹ bytes, GiB = 2³⁰ bytes; every
-result is the pure roofline unless an efficiency or overhead knob was asked for.
+vendors' convention for peaks; integer peaks are in TOPS); peaks are dense; GB = 10⁹ bytes,
+GiB = 2³⁰ bytes, and memory capacities are binary (an "80 GB" A100 holds 80 GiB); every result
+is the pure roofline unless an efficiency or overhead knob was asked for.
 
 Plotting and widgets (matplotlib, ipywidgets) load on first use, so this import stays fast.
 Import course_lib before making Quantities with pint directly: it installs the course's unit
@@ -22,7 +23,7 @@ from .precision import PRECISIONS, bytes_per_element
 from .roofline import solve
 from .serving import serve
 from .units import Q_, registry
-from .analysis import crossover_batch, max_batch_size, speedup
+from .analysis import crossover_batch, intensity_limit, max_batch_size, speedup
 
 # Install the course's unit registry as pint's application registry now, not on first use:
 # a Quantity made with pint before the switch would belong to the old registry and not mix
@@ -32,7 +33,7 @@ registry()
 __version__ = "0.1.0"
 
 __all__ = ["Hardware", "Models", "solve", "serve", "plot_roofline", "Q_", "ureg",
-           "crossover_batch", "max_batch_size", "speedup", "FLOPS_PER_MAC", "PRECISIONS",
+           "crossover_batch", "intensity_limit", "max_batch_size", "speedup", "FLOPS_PER_MAC", "PRECISIONS",
            "bytes_per_element", "CourseError", "PrecisionError", "UnitsError",
            "UnknownNameError", "roofline_explorer"]
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .models.layers import experts_touched
-from .roofline import _sums, solve
+from .roofline import _sums, compute_seconds, solve
 from .workloads import Knobs, check_batch, precisions, resolve
 
 
@@ -27,8 +27,8 @@ def speedup(model, baseline, hardware, batch_size=1, precision="fp16", **kwargs)
 
 
 def crossover_batch(model, hardware, precision="fp16", *, weight_precision=None,
-                    activation_precision=None, kv_precision=None, context_tokens=None,
-                    compute_efficiency=1.0, memory_efficiency=1.0) -> float:
+                    activation_precision=None, kv_precision=None, attention_precision=None,
+                    context_tokens=None, compute_efficiency=1.0, memory_efficiency=1.0) -> float:
     """The batch size B* (a real number) where t_compute = t_memory for the whole model.
 
     Below B* the workload is memory-bound, above it compute-bound; ``math.ceil(B*)`` is the
@@ -39,12 +39,13 @@ def crossover_batch(model, hardware, precision="fp16", *, weight_precision=None,
 
     >>> from course_lib import Models, Hardware
     >>> round(crossover_batch(Models.Llama3_8B, Hardware.H100))    # decode, just above the ridge (295)
-    376
+    375
     >>> crossover_batch(Models.ResNet50, Hardware.A100)   # activation traffic caps intensity at 144 < 153
     inf
     """
     model, hardware = resolve(model, hardware)
-    prec = precisions(hardware, precision, weight_precision, activation_precision, kv_precision)
+    prec = precisions(hardware, precision, weight_precision, activation_precision, kv_precision,
+                      attention_precision)
     knobs = Knobs.make(compute_efficiency, memory_efficiency)
     if context_tokens is not None:
         check_batch(context_tokens, "context_tokens")
@@ -52,9 +53,10 @@ def crossover_batch(model, hardware, precision="fp16", *, weight_precision=None,
     s = _sums(table)
     bw_, ba_, bkv_ = prec.bytes
     peak = hardware.peak_flops_si(prec.compute) * knobs.compute_efficiency
+    peak_attn = hardware.peak_flops_si(prec.attention) * knobs.compute_efficiency
     bw = hardware.memory_bandwidth_si * knobs.memory_efficiency
     per_sample = (s["act"] * ba_ + s["kv"] * bkv_ + s["gathered"] * bw_) / bw
-    slope = s["flops"] / peak - per_sample
+    slope = compute_seconds(table, 1.0, peak, peak_attn) - per_sample
     if slope <= 0:
         return math.inf
     if not s["w_moe"]:
@@ -80,8 +82,8 @@ def max_batch_size(model, hardware, context_tokens, precision="fp16", *, weight_
     the weights (0 if the weights alone do not fit).
 
     >>> from course_lib import Models, Hardware
-    >>> max_batch_size(Models.Llama3_8B, Hardware.H100, context_tokens=4096)   # (80e9 − 16.06e9) / (4096 · 131072)
-    119
+    >>> max_batch_size(Models.Llama3_8B, Hardware.H100, context_tokens=4096)   # (81,559 MiB − 16.06e9 B) / (4096 · 131072 B)
+    129
     """
     from .errors import CourseError
     from .serving import _kv_shard, _positive_int
@@ -94,6 +96,34 @@ def max_batch_size(model, hardware, context_tokens, precision="fp16", *, weight_
     context = _positive_int(context_tokens, "context_tokens")
     tp = _positive_int(tp, "tp")
     prec = precisions(hardware, precision, weight_precision, None, kv_precision)
-    kv_seq = context * model.kv_elements_per_token() * prec.bytes[2] * _kv_shard(model, tp)
+    cached = model.attended_tokens(context)          # a sliding window caches at most W tokens
+    kv_seq = cached * model.kv_elements_per_token() * prec.bytes[2] * _kv_shard(model, tp)
     room = hardware.memory_capacity_si - model.weight_bytes(prec.weights) / tp
     return max(0, int(room // kv_seq))
+
+
+def intensity_limit(model, precision="fp16", *, weight_precision=None, activation_precision=None,
+                    kv_precision=None, context_tokens=None, hardware=None):
+    """The arithmetic intensity batching tends to as the batch grows: FLOPs per sample divided
+    by the bytes each sample moves on its own (activations, KV cache, gathered embedding rows).
+
+    Batching shares the weights, nothing else: I(b) = b·F / (W + b·S) rises towards F / S. If
+    F / S is below a chip's ridge point, no batch makes the model compute-bound there (it is
+    ``crossover_batch``'s ``inf``). `hardware` only matters for which formats it has (the
+    default: an A100).
+
+    >>> from course_lib import Models
+    >>> round(intensity_limit(Models.ResNet50).m)                 # FLOP/byte, fp16
+    144
+    """
+    from .hardware import Hardware
+    from .units import Q_
+
+    model, hardware = resolve(model, hardware or Hardware.A100)
+    prec = precisions(hardware, precision, weight_precision, activation_precision, kv_precision)
+    if context_tokens is not None:
+        check_batch(context_tokens, "context_tokens")
+    s = _sums(model.layer_table(context_tokens))
+    bw_, ba_, bkv_ = prec.bytes
+    per_sample = s["act"] * ba_ + s["kv"] * bkv_ + s["gathered"] * bw_
+    return Q_(s["flops"] / per_sample, "FLOP/byte")

@@ -1,99 +1,307 @@
-"""Checking students' answers: normalize, compare with units and tolerance, and say why.
+"""Checking students' answers: form checks, verify cells and hidden tests on one parser.
 
-Used by the notebooks' test cells. Messages teach without giving the answer away, and
-nothing here writes to stderr (nbgrader marks a test cell with any stderr output as failed).
+Every graded question has an id (its grade_ids' prefix and question, e.g. ``"hello_q2"``)
+and one or more answer variables. Each check looks its variables up **by name** in the
+namespace it is called from (the notebook's, or the grader's namespace holding the recorded
+answers; ``namespace=`` names another), so a missing answer is reported by name, never as a
+NameError. Each variable has
+a *spec* from ``course_lib.answer_forms`` -- ``Regime()``, ``Choice(...)``, ``Number(units,
+rel_tol)``, ``Ratio(rel_tol)``, ``WholeNumber()``, ``Reason()`` -- whose ``read`` is the one
+normalization every check uses.
 
->>> normalize_regime("Memory Bound")
-'memory-bound'
->>> check_number(153, Q_(152.9, "FLOP/byte"))          # a bare number is read in the truth's units
->>> check_number(Q_(0.153, "kFLOP/byte"), Q_(152.9, "FLOP/byte"))
+**Form check** (visible test: is the answer well-formed? never whether it is right)::
+
+    check_form("hello_q3", q3_prediction=Choice(16, 64, 128, 256, 1024), q3_reasoning=Reason())
+
+Raises ``CheckFailed`` (an AssertionError) naming every unanswered variable ("q3_prediction
+is not answered yet: replace `raise NotImplementedError()` ...", label ``"unanswered"``) or
+malformed one (label ``"not-an-answer"``); returns nothing (nbgrader would read a returned
+value as a partial score).
+
+**Verify cell** (prints the answer next to course_lib's, never raises on an answer)::
+
+    verify("hello_q2", "q2_ridge", Number("FLOP/byte", rel_tol=0.02), truth, "explanation")
+
+returns whether the answer holds; with ``mistakes=`` it also names a matching mistake.
+
+**Hidden test** (correctness; runs with nothing but the question's answer variables defined)::
+
+    check_answer("hello_q2", "q2_ridge", Number("FLOP/byte", rel_tol=0.02), truth=ridge,
+                 mistakes={"mac-as-1-flop": ridge / 2, "sparse-peak": 2 * ridge},
+                 hint="Divide the dense fp16 peak in FLOP/s by the bandwidth in byte/s.")
+
+``truth`` and each mistake's value are computed with course_lib in the cell (a regime may
+be given as a result with ``.bottleneck``; a mistake may list several values, and None for a
+mistake that leads to no valid answer). A right
+answer passes. Otherwise ``CheckFailed`` is raised with ``.label``: the first listed mistake
+whose value the answer matches (a mistake whose value equals the truth is skipped), with a
+message naming the mistake and the step to redo; or ``None`` with the question's ``hint``.
+Messages never state the right answer. ``MISCONCEPTIONS`` (label -> mistake, step to redo)
+is the table of labels, shared with the instructor's report.
+
+For commit and reveal (a later step): the form check knows the question and its variables and
+reads the normalized answers (what a commit would record); verify knows the question too.
+
+The older value-based calls (``check_form_number``, ``check_number``, ``compare``, ...) still
+work and use the same parser; ``check_number`` still guesses slips from factors (2, 1000,
+GiB/GB) where no mistakes are given. Nothing here writes to stderr (nbgrader fails a test cell
+with stderr output).
+
+>>> q2_ridge = 306.0
+>>> check_form("hello_q2", q2_ridge=Number("FLOP/byte"))
+>>> check_answer("hello_q2", "q2_ridge", Number("FLOP/byte"), truth=153.0,
+...              mistakes={"sparse-peak": 306.0})
+Traceback (most recent call last):
+course_lib.misconceptions.CheckFailed: q2_ridge matches a classic mistake: using the 2:4-sparsity peak instead of the dense one. Use the dense peak: the datasheet headline is often the with-sparsity figure, twice the dense one.
 """
 from __future__ import annotations
 
 import math
-import re
+import sys
 
+from .answer_forms import (Choice, NotAnAnswer, Number, Ratio, Reason, Regime, Spec,
+                           WholeNumber)
+from .misconceptions import MISCONCEPTIONS, CheckFailed, describe
 from .units import Q_, is_quantity
 
-__all__ = ["normalize_regime", "normalize_choice", "check_form_regime", "check_form_choice",
-           "check_form_number", "check_regime", "check_choice", "check_number", "compare",
-           "Q_"]
+__all__ = ["check_form", "check_answer", "verify", "CheckFailed", "MISCONCEPTIONS",
+           "Regime", "Choice", "Number", "Ratio", "WholeNumber", "Reason", "NotAnAnswer",
+           # the older, value-based calls
+           "normalize_regime", "normalize_choice", "check_form_regime", "check_form_choice",
+           "check_form_number", "check_regime", "check_choice", "check_number", "compare", "Q_"]
 
-_REGIME_WORDS = {
-    "memory-bound": ("memory", "bandwidth", "mem"),
-    "compute-bound": ("compute", "flops", "flop", "math", "arithmetic"),
-    "communication-bound": ("communication", "comm", "network", "interconnect", "allreduce"),
-}
-_PLACEHOLDERS = {"", "...", "todo", "your reason here", "your answer here", "because"}
+_MISSING = object()
+_UNANSWERED = "replace `raise NotImplementedError()` in the answer cell above with your answer and run it"
 
 
+# ---- looking answers up by name -------------------------------------------------------------
+def _namespaces(frame) -> list:
+    """Where an answer may live, nearest first: the calling frame's locals and globals, then
+    the notebook's (IPython's user namespace, or __main__'s). The grader runs a hidden test
+    with the recorded answers as the frame's globals; a notebook kernel runs cells in its
+    user namespace."""
+    spaces = [frame.f_locals, frame.f_globals]
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        if shell is not None:
+            spaces.append(shell.user_ns)
+    except Exception:  # pragma: no cover - no IPython: a plain interpreter
+        pass
+    main = sys.modules.get("__main__")
+    if main is not None:
+        spaces.append(vars(main))
+    return spaces
+
+
+def _lookup(name: str, spaces):
+    if not isinstance(name, str) or not name.isidentifier():
+        raise TypeError(f"answers are looked up by variable name (a string such as 'q2_ridge'), got {name!r}")
+    for space in spaces:
+        if name in space:
+            return space[name]
+    return _MISSING
+
+
+def _check_question(question):
+    if not isinstance(question, str) or not question:
+        raise TypeError(f"the first argument is the question's id, such as 'hello_q2'; got {question!r}")
+
+
+def _names(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+# ---- form checks ----------------------------------------------------------------------------
+def check_form(question: str, *, namespace: dict | None = None, **specs: Spec) -> None:
+    """Each named answer exists and has the form its spec asks for (not whether it is right).
+    Returns nothing (a test cell shows no value: nbgrader would read one as a partial score).
+
+    >>> q9_prediction = "Memory Bound."
+    >>> check_form("demo_q9", q9_prediction=Regime(), q9_reasoning=Reason())
+    Traceback (most recent call last):
+    course_lib.misconceptions.CheckFailed: q9_reasoning is not answered yet: replace `raise NotImplementedError()` in the answer cell above with your answer and run it.
+    """
+    __tracebackhide__ = True
+    _check_question(question)
+    if not specs:
+        raise TypeError("check_form needs the answer variables, e.g. q2_ridge=Number('FLOP/byte')")
+    spaces = [namespace] if namespace is not None else _namespaces(sys._getframe(1))
+    values = {name: _lookup(name, spaces) for name in specs}
+    missing = [n for n, v in values.items() if v is _MISSING]
+    if missing:
+        verb = "is" if len(missing) == 1 else "are"
+        raise CheckFailed(f"{_names(missing)} {verb} not answered yet: {_UNANSWERED}.", label="unanswered")
+    problems = []
+    for name, spec in specs.items():
+        try:
+            spec.read(values[name])
+        except NotAnAnswer as e:
+            problems.append(f"{name}: {e}")
+    if problems:
+        raise CheckFailed("\n".join(problems), label="not-an-answer")
+
+
+# ---- hidden tests -----------------------------------------------------------------------------
+def _mistake_values(value):
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def _matching_mistakes(spec, answer, truth, mistakes) -> list[str]:
+    """Labels, in the order given, of the mistakes whose value the answer matches."""
+    found = []
+    for label, values in (mistakes or {}).items():
+        if label not in MISCONCEPTIONS:
+            raise ValueError(f"unknown misconception label {label!r}; add it to "
+                             f"course_lib.misconceptions.MISCONCEPTIONS (known: {sorted(MISCONCEPTIONS)})")
+        for v in _mistake_values(values):
+            if v is None:           # this mistake leads to no valid answer here
+                continue
+            wrong = spec.read_truth(v)
+            if spec.agrees(wrong, truth) or spec.agrees(truth, wrong):
+                continue            # indistinguishable from the truth here: not a mistake
+            if spec.agrees(answer, wrong):
+                found.append(label)
+                break
+    return found
+
+
+def _mistake_message(name: str, labels: list[str]) -> str:
+    text = f"{name} matches a classic mistake: {describe(labels[0])}"
+    for other in labels[1:]:
+        text += f" (It also matches {MISCONCEPTIONS[other].mistake}.)"
+    return text
+
+
+def _wrong_message(name, spec, answer, truth, hint) -> str:
+    if isinstance(spec, Number):
+        direction = "large" if answer > truth else "small"
+        tol = f"{spec.rel_tol:.0%}" if spec.rel_tol >= 0.01 else f"{spec.rel_tol:.1%}"
+        text = (f"{name} does not match course_lib (it is too {direction}"
+                + (f", by more than {tol})." if spec.rel_tol else ")."))
+    elif isinstance(spec, Regime):
+        text = f"{name}: the roofline disagrees with {answer!r}."
+    else:
+        text = f"{name}: course_lib does not find {answer!r}."
+    return text + (f" {hint}" if hint else "")
+
+
+def check_answer(question: str, name: str, spec: Spec, truth, *, mistakes: dict | None = None,
+                 hint: str = "", namespace: dict | None = None) -> None:
+    """The hidden test of one answer variable (see the module docstring).
+
+    >>> q9_prediction = "compute"
+    >>> check_answer("demo_q9", "q9_prediction", Regime(), "memory-bound",
+    ...              mistakes={"weights-only": "compute-bound"})
+    Traceback (most recent call last):
+    course_lib.misconceptions.CheckFailed: q9_prediction matches a classic mistake: counting only the weights' bytes. Add the bytes each sample moves on its own: activations read and written by every layer, and for an LLM the KV cache.
+    """
+    __tracebackhide__ = True
+    _check_question(question)
+    value = _lookup(name, [namespace] if namespace is not None else _namespaces(sys._getframe(1)))
+    if value is _MISSING:
+        raise CheckFailed(f"{name} is not answered yet: {_UNANSWERED}.", label="unanswered")
+    try:
+        answer = spec.read(value)
+    except NotAnAnswer as e:
+        raise CheckFailed(f"{name}: {e}", label="not-an-answer") from None
+    t = spec.read_truth(truth)
+    if spec.agrees(answer, t):
+        return
+    labels = _matching_mistakes(spec, answer, t, mistakes)
+    if labels:
+        raise CheckFailed(_mistake_message(name, labels), label=labels[0])
+    raise CheckFailed(_wrong_message(name, spec, answer, t, hint), label=None)
+
+
+# ---- verify cells -------------------------------------------------------------------------------
+def verify(question: str, name: str, spec: Spec, truth, explanation: str = "", *,
+           mistakes: dict | None = None, namespace: dict | None = None) -> bool:
+    """Print the answer next to course_lib's; say whether it holds and, if not, why.
+
+    Never raises on the answer (a missing or malformed one is reported); returns whether the
+    answer holds.
+
+    >>> q9_prediction = "compute"
+    >>> verify("demo_q9", "q9_prediction", Regime(), "memory-bound", "Intensity is below the ridge.")
+    q9_prediction: 'compute-bound'
+    course_lib:    'memory-bound'
+    Your prediction differs. Intensity is below the ridge.
+    False
+    """
+    _check_question(question)
+    t = spec.read_truth(truth)
+    width = max(len(name), len("course_lib")) + 1
+    value = _lookup(name, [namespace] if namespace is not None else _namespaces(sys._getframe(1)))
+    right, labels = False, []
+    if value is _MISSING:
+        shown = f"not answered yet ({_UNANSWERED})"
+    else:
+        try:
+            answer = spec.read(value)
+        except NotAnAnswer as e:
+            shown = f"{value!r} is not an answer: {e}"
+        else:
+            shown = spec.show(answer)
+            right = spec.agrees(answer, t)
+            if not right:
+                labels = _matching_mistakes(spec, answer, t, mistakes)
+    print(f"{name + ':':{width}s} {shown}")
+    print(f"{'course_lib:':{width}s} {spec.show(t)}")
+    if right:
+        print("Your prediction holds.")
+    else:
+        named = f" It matches a classic mistake: {describe(labels[0])}" if labels else ""
+        print("Your prediction differs." + named + (f" {explanation}" if explanation else ""))
+    return right
+
+
+# ---- the older, value-based calls (same parser) ---------------------------------------------------
 def normalize_regime(answer) -> str:
-    """'Memory Bound', 'memory', 'MEMORY-BOUND' → 'memory-bound' (also compute-, communication-).
-
-    Raises ValueError for anything else.
+    """'Memory Bound', 'memory', 'MEMORY-BOUND' -> 'memory-bound'; anything else raises ValueError.
 
     >>> normalize_regime("compute")
     'compute-bound'
     """
-    if not isinstance(answer, str):
-        raise ValueError(f"a regime is a string such as 'memory-bound' or 'compute-bound', got {answer!r}")
-    words = re.sub(r"[^a-z]+", " ", answer.lower()).split()
-    words = [w for w in words if w not in ("bound", "limited", "the", "is", "it")]
-    found = {regime for regime, keys in _REGIME_WORDS.items() if any(w in keys for w in words)}
-    if len(found) != 1:
-        raise ValueError(f"{answer!r} is not a regime: answer 'memory-bound' or 'compute-bound'"
-                         " (or 'communication-bound' where tensor parallelism is involved)")
-    return found.pop()
+    return Regime().read(answer)
 
 
-def normalize_choice(answer, choices) -> str:
-    """Match `answer` to one of `choices` ignoring case, spaces, dashes and underscores.
+def normalize_choice(answer, choices):
+    """The option of `choices` that `answer` names (see answer_forms.Choice); else ValueError.
 
     >>> normalize_choice("Pre fill", ["prefill", "decode"])
     'prefill'
     """
-    key = lambda s: re.sub(r"[\s_\-]+", "", str(s).lower())  # noqa: E731
-    table = {key(c): c for c in choices}
-    if key(answer) not in table:
-        raise ValueError(f"{answer!r} is not one of the choices: {', '.join(map(str, choices))}")
-    return table[key(answer)]
+    return Choice(*choices).read(answer)
 
 
-def _check_reason(reasoning):
-    assert isinstance(reasoning, str), (
-        f"Give your reasoning as a string, e.g. q1_reasoning = \"...\"; got {type(reasoning).__name__}.")
-    assert reasoning.strip().lower() not in _PLACEHOLDERS and len(reasoning.strip()) >= 10, (
-        "Write a one-line reason for your prediction (a sentence, not a placeholder): "
-        "the point of predicting is to commit to *why*.")
+def _form(spec, value):
+    try:
+        return spec.read(value)
+    except NotAnAnswer as e:
+        raise CheckFailed(str(e), label="not-an-answer") from None
 
 
-# ---- form checks: visible tests, no answer given away ------------------------------------
 def check_form_regime(prediction, reasoning) -> None:
-    """The prediction names a regime and comes with a reason.
+    """The prediction names a regime and comes with a reason (value-based form check).
 
     >>> check_form_regime("memory", "intensity is far below the ridge point")
-    >>> check_form_regime("memory", "")
-    Traceback (most recent call last):
-    AssertionError: Write a one-line reason for your prediction (a sentence, not a placeholder): the point of predicting is to commit to *why*.
     """
-    try:
-        normalize_regime(prediction)
-    except ValueError as e:
-        raise AssertionError(str(e)) from None
-    _check_reason(reasoning)
+    __tracebackhide__ = True
+    _form(Regime(), prediction)
+    _form(Reason(), reasoning)
 
 
 def check_form_choice(prediction, choices, reasoning=None) -> None:
-    """The prediction is one of `choices` (and has a reason if one is asked for).
+    """The prediction is one of `choices` (and has a reason if one is given).
 
     >>> check_form_choice("Above", ("above", "below"))
     """
-    try:
-        normalize_choice(prediction, choices)
-    except ValueError as e:
-        raise AssertionError(str(e)) from None
+    __tracebackhide__ = True
+    _form(Choice(*choices), prediction)
     if reasoning is not None:
-        _check_reason(reasoning)
+        _form(Reason(), reasoning)
 
 
 def check_form_number(prediction, units=None, reasoning=None) -> None:
@@ -102,37 +310,28 @@ def check_form_number(prediction, units=None, reasoning=None) -> None:
     >>> check_form_number(Q_(4.5, "ms"), "ms")
     >>> check_form_number(Q_(4.5, "GB"), "ms")
     Traceback (most recent call last):
-    AssertionError: Your answer has units GB, which cannot be converted to ms. Check what the question asks for.
+    course_lib.misconceptions.CheckFailed: the answer has units GB, which do not convert to ms: check what the question asks for.
     """
-    if is_quantity(prediction):
-        if units is not None:
-            assert prediction.check(Q_(1, units).dimensionality), (
-                f"Your answer has units {prediction.units:~P}, which cannot be converted to "
-                f"{units}. Check what the question asks for.")
-        value = prediction.magnitude
-    else:
-        value = prediction
-    assert isinstance(value, (int, float)) and not isinstance(value, bool) or hasattr(value, "__float__"), (
-        f"Answer with a number (or a Quantity such as Q_(153, 'FLOP/byte')), got {prediction!r}.")
-    assert math.isfinite(float(value)), f"Your answer {prediction!r} is not a finite number."
+    __tracebackhide__ = True
+    if units is None and is_quantity(prediction):
+        units = f"{prediction.units}"     # the old call accepted any Quantity here
+    _form(Number(units), prediction)
     if reasoning is not None:
-        _check_reason(reasoning)
+        _form(Reason(), reasoning)
 
 
-# ---- correctness checks: hidden tests -----------------------------------------------------
 def check_regime(prediction, truth) -> None:
     """The predicted regime equals `truth` (a regime string or anything with ``.bottleneck``).
 
     >>> check_regime("Memory Bound", "memory-bound")
     """
-    truth = normalize_regime(getattr(truth, "bottleneck", truth))
-    try:
-        got = normalize_regime(prediction)
-    except ValueError as e:
-        raise AssertionError(str(e)) from None
-    assert got == truth, (
-        f"The roofline disagrees with '{got}'. Compare the arithmetic intensity "
-        "(FLOPs per byte moved) with the ridge point (peak FLOP/s per byte/s of bandwidth).")
+    __tracebackhide__ = True
+    spec = Regime()
+    got, t = _form(spec, prediction), spec.read_truth(truth)
+    if got != t:
+        raise CheckFailed(
+            f"The roofline disagrees with '{got}'. Compare the arithmetic intensity (FLOPs per "
+            "byte moved) with the ridge point (peak FLOP/s per byte/s of bandwidth).")
 
 
 def check_choice(prediction, truth, choices) -> None:
@@ -140,26 +339,25 @@ def check_choice(prediction, truth, choices) -> None:
 
     >>> check_choice("DECODE", "decode", ("prefill", "decode"))
     """
-    try:
-        got = normalize_choice(prediction, choices)
-    except ValueError as e:
-        raise AssertionError(str(e)) from None
-    assert got == normalize_choice(truth, choices), (
-        "Not what course_lib finds. Rework the prediction from the numbers the question gives.")
+    __tracebackhide__ = True
+    spec = Choice(*choices)
+    if _form(spec, prediction) != spec.read_truth(truth):
+        raise CheckFailed("Not what course_lib finds. Rework the prediction from the numbers the "
+                          "question gives.")
 
 
-_HINTS = (
-    (2.0, "off by a factor of 2: check 2 FLOPs per multiply-accumulate, and 2 bytes per fp16 element"),
-    (4.0, "off by a factor of 4: check bytes per element (fp32 = 4, fp16 = 2, int8 = 1)"),
-    (1000.0, "off by a factor of 1000: check the unit prefixes (k, M, G, T; ms vs µs)"),
-    (1e6, "off by a factor of a million: check the unit prefixes"),
-    (1.073741824, "off by 7%: decimal GB (10⁹ B) vs binary GiB (2³⁰ B)?"),
-    (1.024, "off by 2.4%: decimal kB (1000 B) vs binary KiB (1024 B)?"),
+_HINTS = (  # factor -> (label, hint) for check_number without computed mistakes
+    (2.0, None, "off by a factor of 2: check 2 FLOPs per multiply-accumulate, and 2 bytes per fp16 element"),
+    (4.0, "bytes-per-element", "off by a factor of 4: check bytes per element (fp32 = 4, fp16 = 2, int8 = 1)"),
+    (1000.0, "unit-prefix", "off by a factor of 1000: check the unit prefixes (k, M, G, T; ms vs µs)"),
+    (1e6, "unit-prefix", "off by a factor of a million: check the unit prefixes"),
+    (1.073741824, "gib-vs-gb", "off by 7%: decimal GB (10⁹ B) vs binary GiB (2³⁰ B)?"),
+    (1.024, "gib-vs-gb", "off by 2.4%: decimal kB (1000 B) vs binary KiB (1024 B)?"),
 )
 
 
 def check_number(answer, truth, rel_tol: float = 0.02, units: str | None = None) -> None:
-    """`answer` matches `truth` within `rel_tol`.
+    """`answer` matches `truth` within `rel_tol` (value-based hidden test).
 
     `truth` is a Quantity or a float. A bare-number answer is read in `units` if given, else
     in the truth's units; a Quantity answer is converted, so 153, Q_(153, "FLOP/byte") and
@@ -168,96 +366,61 @@ def check_number(answer, truth, rel_tol: float = 0.02, units: str | None = None)
     >>> check_number(Q_(0.153, "kFLOP/byte"), Q_(153.0, "FLOP/byte"))
     >>> check_number(306, Q_(153.0, "FLOP/byte"))
     Traceback (most recent call last):
-    AssertionError: Your value (read in FLOP/B) is too large, off by a factor of 2: check 2 FLOPs per multiply-accumulate, and 2 bytes per fp16 element.
+    course_lib.misconceptions.CheckFailed: Your value (read in FLOP/B) is too large, off by a factor of 2: check 2 FLOPs per multiply-accumulate, and 2 bytes per fp16 element.
     """
-    if is_quantity(truth):
-        t_units = units or truth.units
-        t = truth.m_as(t_units)
-        if is_quantity(answer):
-            try:
-                a = answer.m_as(t_units)
-            except Exception:
-                raise AssertionError(
-                    f"Your answer's units ({answer.units:~P}) do not convert to {Q_(1, t_units).units:~P}.") from None
-        else:
-            a = answer
-    else:
-        t, t_units = truth, units
-        a = answer
-        if is_quantity(answer):
-            try:  # a plain-number truth is in `units` (or dimensionless: a ratio, a count)
-                a = answer.m_as(units or "dimensionless")
-            except Exception:
-                raise AssertionError(
-                    f"Your answer's units ({answer.units:~P}) do not convert to "
-                    f"{units or 'a plain number'}.") from None
-    try:
-        a = float(a)
-    except (TypeError, ValueError):
-        raise AssertionError(f"Answer with a number, got {answer!r}.") from None
-    assert math.isfinite(a), f"Your answer {answer!r} is not a finite number."
-    if math.isclose(a, float(t), rel_tol=rel_tol, abs_tol=0.0):
+    __tracebackhide__ = True
+    t_units = units or (f"{truth.units}" if is_quantity(truth) else None)
+    spec = Number(t_units, rel_tol)
+    t = spec.read_truth(truth)
+    a = _form(spec, answer)
+    if spec.agrees(a, t):
         return
     unit_txt = f" (read in {Q_(1, t_units).units:~P})" if t_units is not None else ""
     if a == 0 or t == 0 or (a > 0) != (t > 0):
-        raise AssertionError(f"Your value{unit_txt} is not within {rel_tol:.0%} of course_lib's.")
+        raise CheckFailed(f"Your value{unit_txt} is not within {rel_tol:.0%} of course_lib's.")
     ratio = max(a / t, t / a)
     direction = "large" if a > t else "small"
     # unit hints only for dimensioned answers: for a ratio or a count, a factor of 2 says
     # nothing about FLOPs per MAC
     dimensioned = t_units is not None and not Q_(1, t_units).dimensionless
-    for factor, hint in _HINTS if dimensioned else ():
+    for factor, label, hint in _HINTS if dimensioned else ():
         # near-1 factors (GB vs GiB) need a tight match, or they catch unrelated slips
         if math.isclose(ratio, factor, rel_tol=max(rel_tol, 0.03) if factor > 1.5 else 0.004):
-            raise AssertionError(f"Your value{unit_txt} is too {direction}, {hint}.")
-    raise AssertionError(
+            raise CheckFailed(f"Your value{unit_txt} is too {direction}, {hint}.", label=label)
+    raise CheckFailed(
         f"Your value{unit_txt} is too {direction} (not within {rel_tol:.0%}). "
         "Redo the arithmetic step by step: FLOPs, then bytes, then the ratio.")
 
 
-# ---- verify cells --------------------------------------------------------------------------
-def _show(v) -> str:
-    if is_quantity(v):
-        return f"{_show(v.magnitude)} {v.units:~P}"
-    if isinstance(v, float):
-        return f"{v:,.0f}" if v.is_integer() and abs(v) < 1e15 else f"{v:.4g}"
-    if hasattr(v, "dtype") and getattr(v, "ndim", 1) == 0:  # numpy scalar
-        return _show(v.item())
-    if isinstance(v, int):
-        return f"{v:,}"
-    return str(v)
-
-
 def compare(prediction, truth, explanation_if_wrong: str = "", *, kind: str = "regime",
             rel_tol: float = 0.1, units: str | None = None, choices=None) -> bool:
-    """Print prediction vs truth for a verify cell; print `explanation_if_wrong` when it differs.
+    """Print prediction vs truth for a verify cell (value-based; see ``verify``).
 
-    kind -- "regime" (truth: a regime or a result with .bottleneck), "number" (with `rel_tol`
-            and `units`), or "choice" (with `choices`).
+    kind -- "regime", "number" (with `rel_tol` and `units`), or "choice" (with `choices`).
     Returns whether the prediction was right. Never raises on a malformed prediction.
 
     >>> compare("compute", "memory-bound", "Intensity is below the ridge.")
-    Your prediction: 'compute'
-    course_lib:      memory-bound
+    Your prediction: 'compute-bound'
+    course_lib:      'memory-bound'
     Your prediction differs. Intensity is below the ridge.
     False
     """
-    truth_v = getattr(truth, "bottleneck", truth) if kind == "regime" else truth
     if kind not in ("regime", "number", "choice"):
         raise ValueError(f"kind must be 'regime', 'number' or 'choice', got {kind!r}")
+    if kind == "regime":
+        spec = Regime()
+    elif kind == "choice":
+        spec = Choice(*choices)
+    else:
+        spec = Number(units or (f"{truth.units}" if is_quantity(truth) else None), rel_tol)
+    t = spec.read_truth(truth)
     try:
-        if kind == "regime":
-            right = normalize_regime(prediction) == normalize_regime(truth_v)
-        elif kind == "choice":
-            right = normalize_choice(prediction, choices) == normalize_choice(truth_v, choices)
-        else:
-            check_number(prediction, truth_v, rel_tol=rel_tol, units=units)
-            right = True
-    except (AssertionError, ValueError, TypeError):
-        right = False
-    shown = _show(truth_v)
-    print(f"Your prediction: {_show(prediction) if kind == 'number' else repr(prediction)}")
-    print(f"course_lib:      {shown}")
+        got = spec.read(prediction)
+        shown, right = spec.show(got), spec.agrees(got, t)
+    except NotAnAnswer as e:
+        shown, right = f"{prediction!r} is not an answer: {e}", False
+    print(f"Your prediction: {shown}")
+    print(f"course_lib:      {spec.show(t)}")
     if right:
         print("Your prediction holds.")
     else:

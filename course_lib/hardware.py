@@ -8,13 +8,16 @@
 'NVIDIA H100 SXM5 80GB'
 
 The zoo's figures live in ``hardware_specs.py``, each with its source. Peaks are *dense*
-(no 2:4 sparsity) and count 1 multiply-accumulate as 2 FLOPs. A hand-built ``Hardware(...)``
-works everywhere a zoo entry does.
+(no 2:4 sparsity) and count 1 multiply-accumulate as 2 operations: FLOP/s for floating-point
+formats, TOPS (tera-operations per second) for integer ones. Memory capacities are binary
+(``Hardware.A100.memory_capacity`` is 80 GiB, 85.9 GB); bandwidths decimal. A hand-built
+``Hardware(...)`` works everywhere a zoo entry does.
 """
 from __future__ import annotations
 
+from . import sensitivity
 from .errors import PrecisionError, unknown_name
-from .precision import PRECISIONS, normalize
+from .precision import INTEGER_PRECISIONS, PRECISIONS, normalize
 from .units import Q_, to_si
 from .zoo import ZooMeta, normalize_key
 
@@ -29,8 +32,10 @@ class Hardware(metaclass=ZooMeta):
     ...                 memory_bandwidth=Q_(1, "TB/s"), memory_capacity=Q_(24, "GB"))
     >>> mine.ridge_point("fp16")
     <Quantity(100.0, 'flop / byte')>
-    >>> Hardware.A100.peak_flops("int8")
-    <Quantity(624.0, 'teraflop / second')>
+    >>> Hardware.A100.peak_flops("int8")          # integer peaks are in TOPS
+    <Quantity(624.0, 'teraoperation / second')>
+    >>> Hardware.A100.memory_capacity             # binary: nvidia-smi shows 81,920 MiB
+    <Quantity(80.0, 'gibibyte')>
     """
 
     def __init__(self, name, peak_flops, memory_bandwidth, memory_capacity=None,
@@ -58,7 +63,8 @@ class Hardware(metaclass=ZooMeta):
         )
 
     def _init(self, *, name, peaks, bandwidth, capacity, link_bandwidth, link_latency,
-              tdp, year, vendor, sources, key, interconnect=None):
+              tdp, year, vendor, sources, key, interconnect=None, capacity_datasheet=None,
+              link_max_gpus=None, fallback_link=None, fallback_link_bandwidth=None):
         for p, v in peaks.items():
             if not v > 0:
                 raise ValueError(f"peak_flops[{p!r}] must be positive, got {v}.")
@@ -79,17 +85,35 @@ class Hardware(metaclass=ZooMeta):
         self.interconnect_bandwidth_si = None if link_bandwidth is None else float(link_bandwidth)
         self.link_latency_si = None if link_latency is None else float(link_latency)
         self.tdp_si = None if tdp is None else float(tdp)
+        # the datasheet's "GB" figure read as 10^9 B (zoo entries only; see hardware_specs)
+        self.memory_capacity_datasheet_si = capacity_datasheet
+        # a scale-up link that joins only this many GPUs, and what the others talk over
+        self.interconnect_max_gpus = link_max_gpus
+        self.fallback_interconnect = fallback_link
+        self.fallback_interconnect_bandwidth_si = fallback_link_bandwidth
 
     @classmethod
-    def _from_spec(cls, key, spec):
+    def _from_spec(cls, key, spec, assumptions=None):
+        """A zoo entry; `assumptions` (course_lib.sensitivity) scale it, and its name says so."""
+        a = assumptions or sensitivity.Assumptions()
+        capacity = spec.get("memory_capacity")
+        if a.capacity == "decimal" and spec.get("memory_capacity_datasheet"):
+            capacity = spec["memory_capacity_datasheet"]
+        tag = a.describe()
         hw = cls.__new__(cls)
         hw._init(
-            name=spec["name"], peaks=spec["peak_flops"], bandwidth=spec["memory_bandwidth"],
-            capacity=spec.get("memory_capacity"),
+            name=spec["name"] + (f" [{tag}]" if tag else ""),
+            peaks={p: v * a.compute_efficiency for p, v in spec["peak_flops"].items()},
+            bandwidth=spec["memory_bandwidth"] * a.memory_efficiency,
+            capacity=capacity,
             link_bandwidth=spec.get("interconnect_bandwidth"),
             link_latency=spec.get("link_latency"), tdp=spec.get("tdp"),
             year=spec.get("year"), vendor=spec.get("vendor"),
             sources=spec.get("sources", {}), key=key, interconnect=spec.get("interconnect"),
+            capacity_datasheet=spec.get("memory_capacity_datasheet"),
+            link_max_gpus=spec.get("interconnect_max_gpus"),
+            fallback_link=spec.get("fallback_interconnect"),
+            fallback_link_bandwidth=spec.get("fallback_interconnect_bandwidth"),
         )
         return hw
 
@@ -133,8 +157,10 @@ class Hardware(metaclass=ZooMeta):
             ) from None
 
     def peak_flops(self, precision: str):
-        """Dense peak FLOP/s at `precision`, as a Quantity in TFLOP/s."""
-        return Q_(self.peak_flops_si(precision) / 1e12, "TFLOP/s")
+        """Dense peak at `precision`: TFLOP/s for floating-point formats, TOPS (``TOP/s``,
+        tera-operations per second) for integer ones. Both count 2 per multiply-accumulate."""
+        unit = "TOP/s" if normalize(precision) in INTEGER_PRECISIONS else "TFLOP/s"
+        return Q_(self.peak_flops_si(precision) / 1e12, unit)
 
     @property
     def memory_bandwidth(self):
@@ -143,9 +169,10 @@ class Hardware(metaclass=ZooMeta):
 
     @property
     def memory_capacity(self):
-        """Main-memory capacity in GB (decimal), or None if unknown."""
+        """Main-memory capacity in GiB (2³⁰ bytes: memory is binary-sized), or None if unknown.
+        ``.to("GB")`` gives decimal gigabytes: an A100 80GB holds 80 GiB = 85.9 GB."""
         c = self.memory_capacity_si
-        return None if c is None else Q_(c / 1e9, "GB")
+        return None if c is None else Q_(c / 2**30, "GiB")
 
     @property
     def interconnect_bandwidth(self):
@@ -167,19 +194,28 @@ class Hardware(metaclass=ZooMeta):
         return self.peak_flops_si(precision) / self.memory_bandwidth_si
 
     def ridge_point(self, precision: str):
-        """Peak FLOP/s ÷ bandwidth: the intensity above which work is compute-bound."""
-        return Q_(self.ridge_point_si(precision), "FLOP/byte")
+        """Peak ÷ bandwidth: the intensity above which work is compute-bound (FLOP/byte;
+        OP/byte for integer formats)."""
+        unit = "OP/byte" if normalize(precision) in INTEGER_PRECISIONS else "FLOP/byte"
+        return Q_(self.ridge_point_si(precision), unit)
 
     def describe(self) -> str:
         """The chip's figures with their sources, one per line."""
         lines = [f"{self.name}" + (f" ({self.year})" if self.year else "")]
         for p in self.precisions:
-            lines.append(f"  peak {p:5s} {self._peaks[p] / 1e12:10.1f} TFLOP/s (dense)")
+            unit = "TOPS   " if p in INTEGER_PRECISIONS else "TFLOP/s"
+            lines.append(f"  peak {p:5s} {self._peaks[p] / 1e12:10.1f} {unit} (dense)")
         lines.append(f"  memory bandwidth {self.memory_bandwidth_si / 1e12:.3f} TB/s")
         if self.memory_capacity_si:
-            lines.append(f"  memory capacity  {self.memory_capacity_si / 1e9:.0f} GB")
+            lines.append(f"  memory capacity  {_capacity_text(self.memory_capacity_si)}")
         if self.interconnect_bandwidth_si:
-            lines.append(f"  interconnect     {self.interconnect_bandwidth_si / 1e9:.0f} GB/s per direction")
+            link = f"  interconnect     {self.interconnect_bandwidth_si / 1e9:.0f} GB/s per direction"
+            if self.interconnect:
+                link += f", {self.interconnect}"
+            if self.interconnect_max_gpus:
+                link += (f"; beyond {self.interconnect_max_gpus} GPUs {self.fallback_interconnect}, "
+                         f"{self.fallback_interconnect_bandwidth_si / 1e9:.0f} GB/s per direction")
+            lines.append(link)
         for what, src in self.sources.items():
             lines.append(f"  source[{what}]: {src}")
         return "\n".join(lines)
@@ -188,24 +224,33 @@ class Hardware(metaclass=ZooMeta):
         peaks = ", ".join(f"{p}={v / 1e12:g}T" for p, v in self._peaks.items())
         return (f"Hardware({self.name!r}, peaks[FLOP/s]: {peaks}, "
                 f"bandwidth={self.memory_bandwidth_si / 1e12:g} TB/s"
-                + (f", capacity={self.memory_capacity_si / 1e9:g} GB)" if self.memory_capacity_si else ")"))
+                + (f", capacity={self.memory_capacity_si / 2**30:.4g} GiB)" if self.memory_capacity_si else ")"))
 
 
-_ZOO: dict[str, Hardware] | None = None
+def _capacity_text(nbytes: float) -> str:
+    """'80 GiB = 85.9 GB (81,920 MiB)': the binary size, decimal bytes and what nvidia-smi shows."""
+    return f"{nbytes / 2**30:.4g} GiB = {nbytes / 1e9:.1f} GB ({nbytes / 2**20:,.0f} MiB)"
+
+
+_ZOOS: dict = {}       # one zoo per set of assumptions (the course's, or a perturbation's)
 _LOOKUP: dict[str, str] | None = None
 
 
 def _zoo() -> dict[str, Hardware]:
-    global _ZOO, _LOOKUP
-    if _ZOO is None:
+    """The zoo under the assumptions in force (course_lib.sensitivity.perturb changes them)."""
+    global _LOOKUP
+    a = sensitivity.current()
+    zoo = _ZOOS.get(a)
+    if zoo is None:
         from .hardware_specs import SPECS
 
-        _ZOO = {k: Hardware._from_spec(k, s) for k, s in SPECS.items()}
-        _LOOKUP = {}
-        for k, s in SPECS.items():
-            for alias in (k, *s.get("aliases", ())):
-                _LOOKUP[normalize_key(alias)] = k
-    return _ZOO
+        zoo = _ZOOS[a] = {k: Hardware._from_spec(k, s, a) for k, s in SPECS.items()}
+        if _LOOKUP is None:
+            _LOOKUP = {}
+            for k, s in SPECS.items():
+                for alias in (k, *s.get("aliases", ())):
+                    _LOOKUP[normalize_key(alias)] = k
+    return zoo
 
 
 def _lookup() -> dict[str, str]:

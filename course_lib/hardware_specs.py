@@ -11,7 +11,14 @@ Conventions (read these before using a number):
   course library for any other precision is an error, never a silent fallback.
 * ``memory_bandwidth`` is the datasheet main-memory bandwidth in bytes/s; sustained
   bandwidth is lower (see ``measurements.py``).
-* ``memory_capacity`` is in bytes, decimal GB as the datasheet prints it.
+* ``memory_capacity`` is in bytes and **binary**: memory is built from binary-sized dies,
+  so a datasheet's "80 GB" of HBM is 80 GiB (nvidia-smi shows 81,920 MiB on an A100
+  80GB). Where nvidia-smi's ``memory.total`` is known it is used (the H100 SXM shows
+  81,559 MiB: the driver keeps a little); otherwise the datasheet figure read in GiB. The
+  source says which. Bandwidths stay decimal (TB/s = 10¹² B/s), as datasheets mean them.
+* ``memory_capacity_datasheet`` is the datasheet's "GB" figure read as decimal bytes: what
+  a reader who takes GB = 10⁹ B would use. Only ``course_lib.sensitivity`` (capacities
+  "decimal") and the tests read it.
 * ``interconnect_bandwidth`` is the scale-up link bandwidth **per direction**, summed over
   the chip's links, in bytes/s. NVLink figures are usually quoted as bidirectional totals
   (A100 600 GB/s, H100 900 GB/s); per direction is half. ``None`` when there is no scale-up
@@ -19,9 +26,14 @@ Conventions (read these before using a number):
 * ``link_latency`` is an order-of-magnitude per-hop latency in seconds; vendors do not
   publish one, so it is an assumption and its source says so.
 * ``tdp`` in watts; ``None`` where the vendor publishes none.
+* ``interconnect_max_gpus``: how many GPUs the scale-up link joins, where it is fewer than a
+  server holds (the H100 PCIe's NVLink bridge joins pairs); beyond it they talk over
+  ``fallback_interconnect`` at ``fallback_interconnect_bandwidth`` (per direction).
 
 Standard library only: ``hardware.py`` turns these dicts into ``Hardware`` objects.
 """
+
+MiB, GiB = 2**20, 2**30
 
 _NVLINK_LATENCY_SRC = (
     "Not a datasheet figure: order of magnitude (~1 us) of GPU-to-GPU peer latency as "
@@ -38,7 +50,8 @@ SPECS = {
         "year": 2018,  # the 32 GB SXM2 part; the 16 GB V100 launched in 2017
         "peak_flops": {"fp32": 15.7e12, "fp16": 125e12},
         "memory_bandwidth": 900e9,
-        "memory_capacity": 32e9,
+        "memory_capacity": 32 * GiB,
+        "memory_capacity_datasheet": 32e9,
         "interconnect_bandwidth": 150e9,
         "interconnect": "NVLink 2",
         "link_latency": 1e-6,
@@ -49,7 +62,10 @@ SPECS = {
                           "multiply, fp32 accumulate; Volta has no sparsity, so this is "
                           "dense). Volta tensor cores have no bf16/int8 tensor modes.",
             "memory_bandwidth": "NVIDIA Tesla V100 GPU datasheet (2018): HBM2 900 GB/s",
-            "memory_capacity": "NVIDIA Tesla V100 GPU datasheet (2018): 32 GB HBM2 variant",
+            "memory_capacity": "NVIDIA Tesla V100 GPU datasheet (2018): 32 GB HBM2 variant; HBM "
+                               "is built from binary-sized dies (4 stacks of 8 GiB), so 32 GB on "
+                               "the sheet is 32 GiB (binary reading; not checked against nvidia-"
+                               "smi)",
             "interconnect_bandwidth": "NVIDIA Tesla V100 GPU datasheet (2018): NVLink "
                                       "300 GB/s (bidirectional total over 6 links); "
                                       "divided by 2 for per-direction = 150 GB/s",
@@ -66,7 +82,8 @@ SPECS = {
         "peak_flops": {"fp32": 19.5e12, "tf32": 156e12, "fp16": 312e12, "bf16": 312e12,
                        "int8": 624e12, "int4": 1248e12},
         "memory_bandwidth": 2.039e12,
-        "memory_capacity": 80e9,
+        "memory_capacity": 81_920 * MiB,
+        "memory_capacity_datasheet": 80e9,
         "interconnect_bandwidth": 300e9,
         "interconnect": "NVLink 3",
         "link_latency": 1e-6,
@@ -79,7 +96,9 @@ SPECS = {
                           "No fp8 on Ampere.",
             "memory_bandwidth": "NVIDIA A100 Tensor Core GPU datasheet (2021), A100 80GB "
                                 "SXM: HBM2e 2,039 GB/s",
-            "memory_capacity": "NVIDIA A100 Tensor Core GPU datasheet (2021): 80 GB HBM2e",
+            "memory_capacity": "NVIDIA A100 Tensor Core GPU datasheet (2021): 80 GB HBM2e, which "
+                               "is binary: nvidia-smi reports memory.total = 81,920 MiB (80 GiB ="
+                               " 85.9e9 bytes) on an A100 SXM 80GB",
             "interconnect_bandwidth": "NVIDIA A100 datasheet (2021): NVLink 600 GB/s "
                                       "(bidirectional total, 12 links); divided by 2 for "
                                       "per-direction = 300 GB/s",
@@ -95,7 +114,8 @@ SPECS = {
         "peak_flops": {"fp32": 19.5e12, "tf32": 156e12, "fp16": 312e12, "bf16": 312e12,
                        "int8": 624e12, "int4": 1248e12},
         "memory_bandwidth": 1.555e12,
-        "memory_capacity": 40e9,
+        "memory_capacity": 40_960 * MiB,
+        "memory_capacity_datasheet": 40e9,
         "interconnect_bandwidth": 300e9,
         "interconnect": "NVLink 3",
         "link_latency": 1e-6,
@@ -107,7 +127,9 @@ SPECS = {
                           "double); FP32 19.5 TFLOPS non-tensor",
             "memory_bandwidth": "NVIDIA A100 Tensor Core GPU datasheet (2021), A100 40GB: "
                                 "HBM2 1,555 GB/s",
-            "memory_capacity": "NVIDIA A100 Tensor Core GPU datasheet (2021): 40 GB HBM2",
+            "memory_capacity": "NVIDIA A100 Tensor Core GPU datasheet (2021): 40 GB HBM2, which "
+                               "is binary: nvidia-smi reports memory.total = 40,960 MiB (40 GiB) "
+                               "on an A100 40GB",
             "interconnect_bandwidth": "NVIDIA A100 datasheet (2021): NVLink 600 GB/s "
                                       "bidirectional total; divided by 2 for "
                                       "per-direction = 300 GB/s",
@@ -124,7 +146,8 @@ SPECS = {
         "peak_flops": {"fp32": 66.9e12, "tf32": 494.7e12, "fp16": 989.4e12,
                        "bf16": 989.4e12, "fp8": 1978.9e12, "int8": 1978.9e12},
         "memory_bandwidth": 3.35e12,
-        "memory_capacity": 80e9,
+        "memory_capacity": 81_559 * MiB,
+        "memory_capacity_datasheet": 80e9,
         "interconnect_bandwidth": 450e9,
         "interconnect": "NVLink 4",
         "link_latency": 1e-6,
@@ -138,7 +161,11 @@ SPECS = {
                           "tensor mode on Hopper.",
             "memory_bandwidth": "NVIDIA H100 Tensor Core GPU datasheet (2023), SXM "
                                 "column: HBM3 3.35 TB/s",
-            "memory_capacity": "NVIDIA H100 Tensor Core GPU datasheet (2023), SXM: 80 GB",
+            "memory_capacity": "NVIDIA H100 Tensor Core GPU datasheet (2023), SXM: 80 GB HBM3, "
+                               "which is binary: nvidia-smi reports memory.total = 81,559 MiB "
+                               "(85.5e9 bytes; 80 GiB of HBM3 less what the driver reserves) on "
+                               "an 'NVIDIA H100 80GB HBM3', checked on this project's H100 with "
+                               "ECC enabled",
             "interconnect_bandwidth": "NVIDIA H100 datasheet (2023), SXM: NVLink 900 GB/s "
                                       "(bidirectional total, 18 links); divided by 2 for "
                                       "per-direction = 450 GB/s",
@@ -155,9 +182,13 @@ SPECS = {
         "peak_flops": {"fp32": 51.2e12, "tf32": 378e12, "fp16": 756e12, "bf16": 756e12,
                        "fp8": 1513e12, "int8": 1513e12},
         "memory_bandwidth": 2.0e12,
-        "memory_capacity": 80e9,
+        "memory_capacity": 80 * GiB,
+        "memory_capacity_datasheet": 80e9,
         "interconnect_bandwidth": 300e9,
-        "interconnect": "NVLink 4 bridge (pairs of cards)",
+        "interconnect": "NVLink 4 bridge",
+        "interconnect_max_gpus": 2,
+        "fallback_interconnect": "PCIe Gen5 x16",
+        "fallback_interconnect_bandwidth": 64e9,
         "link_latency": 1e-6,
         "tdp": 350,
         "sources": {
@@ -168,11 +199,19 @@ SPECS = {
                           "dense = half)",
             "memory_bandwidth": "NVIDIA H100 Tensor Core GPU datasheet (2023), PCIe "
                                 "column: 2 TB/s (HBM2e)",
-            "memory_capacity": "NVIDIA H100 Tensor Core GPU datasheet (2023), PCIe: 80 GB",
+            "memory_capacity": "NVIDIA H100 Tensor Core GPU datasheet (2023), PCIe: 80 GB HBM2e, "
+                               "read as binary (80 GiB) like every HBM figure (not checked "
+                               "against nvidia-smi; the SXM part reports 81,559 MiB)",
             "interconnect_bandwidth": "NVIDIA H100 datasheet (2023), PCIe: NVLink bridge "
                                       "600 GB/s (bidirectional total); divided by 2 for "
                                       "per-direction = 300 GB/s. Without a bridge the card "
                                       "only has PCIe Gen5 (128 GB/s total, 64 per direction)",
+            "interconnect_max_gpus": "NVIDIA H100 PCIe documentation: a 2-way NVLink "
+                                     "bridge joins a pair of cards; a third or fourth "
+                                     "card is reached over PCIe only",
+            "fallback_interconnect_bandwidth": "NVIDIA H100 datasheet (2023), PCIe: PCIe Gen5 "
+                                               "128 GB/s (bidirectional total); per "
+                                               "direction 64 GB/s (x16 at 32 GT/s)",
             "link_latency": _NVLINK_LATENCY_SRC,
             "tdp": "NVIDIA H100 Tensor Core GPU datasheet (2023), PCIe: max TDP 300-350 W "
                    "(configurable); upper end used",
@@ -186,7 +225,8 @@ SPECS = {
         "peak_flops": {"fp32": 66.9e12, "tf32": 494.7e12, "fp16": 989.4e12,
                        "bf16": 989.4e12, "fp8": 1978.9e12, "int8": 1978.9e12},
         "memory_bandwidth": 4.8e12,
-        "memory_capacity": 141e9,
+        "memory_capacity": 143_771 * MiB,
+        "memory_capacity_datasheet": 141e9,
         "interconnect_bandwidth": 450e9,
         "interconnect": "NVLink 4",
         "link_latency": 1e-6,
@@ -199,7 +239,10 @@ SPECS = {
                           "(66.9 in the whitepaper)",
             "memory_bandwidth": "NVIDIA H200 Tensor Core GPU datasheet (2024), SXM: HBM3e "
                                 "4.8 TB/s",
-            "memory_capacity": "NVIDIA H200 Tensor Core GPU datasheet (2024): 141 GB HBM3e",
+            "memory_capacity": "NVIDIA H200 Tensor Core GPU datasheet (2024): 141 GB HBM3e, which"
+                               " is binary-sized: nvidia-smi reports memory.total = 143,771 MiB "
+                               "(140.4 GiB, 150.8e9 bytes) on an 'NVIDIA H200', checked on this "
+                               "project's H200 with ECC enabled",
             "interconnect_bandwidth": "NVIDIA H200 datasheet (2024), SXM: NVLink 900 GB/s "
                                       "bidirectional total; divided by 2 for "
                                       "per-direction = 450 GB/s",
@@ -216,7 +259,8 @@ SPECS = {
         "peak_flops": {"fp32": 75e12, "tf32": 1.1e15, "fp16": 2.25e15, "bf16": 2.25e15,
                        "fp8": 4.5e15, "int8": 4.5e15, "fp4": 9e15},
         "memory_bandwidth": 8e12,
-        "memory_capacity": 180e9,
+        "memory_capacity": 180 * GiB,
+        "memory_capacity_datasheet": 180e9,
         "interconnect_bandwidth": 900e9,
         "interconnect": "NVLink 5",
         "link_latency": 1e-6,
@@ -232,8 +276,9 @@ SPECS = {
                                 "(64 TB/s per 8-GPU board / 8)",
             "memory_capacity": "NVIDIA DGX B200 datasheet (2024): 1,440 GB total GPU "
                                "memory / 8 GPUs = 180 GB usable per GPU (MLPerf system "
-                               "files also list 'B200-SXM-180GB'); press material says "
-                               "192 GB, the raw HBM stack size. 180 GB chosen.",
+                               "files also list 'B200-SXM-180GB'), read as binary (180 GiB) "
+                               "like every HBM figure; press material says 192 GB, the raw "
+                               "HBM stack size (8 x 24 GiB). Not checked against nvidia-smi.",
             "interconnect_bandwidth": "NVIDIA HGX B200 datasheet (2024): NVLink 5 1.8 TB/s "
                                       "per GPU (bidirectional total, 18 links); divided by "
                                       "2 for per-direction = 900 GB/s",
@@ -248,10 +293,11 @@ SPECS = {
         "aliases": ("MI300", "Instinct_MI300X"),
         "vendor": "AMD",
         "year": 2023,
-        "peak_flops": {"fp32": 81.7e12, "tf32": 653.7e12, "fp16": 1307.4e12,
+        "peak_flops": {"fp32": 163.4e12, "tf32": 653.7e12, "fp16": 1307.4e12,
                        "bf16": 1307.4e12, "fp8": 2614.9e12, "int8": 2614.9e12},
         "memory_bandwidth": 5.3e12,
-        "memory_capacity": 192e9,
+        "memory_capacity": 192 * GiB,
+        "memory_capacity_datasheet": 192e9,
         "interconnect_bandwidth": 448e9,
         "interconnect": "Infinity Fabric (xGMI), 7 links",
         "link_latency": 1e-6,
@@ -260,10 +306,12 @@ SPECS = {
             "peak_flops": "AMD Instinct MI300X accelerator datasheet (2023): dense matrix "
                           "peaks TF32 653.7, FP16/BF16 1307.4, FP8 2614.9 TFLOPS, INT8 "
                           "2614.9 TOPS (the sheet's with-sparsity figures are double: "
-                          "1307.4 / 2614.9 / 5229.8 / 5229.8). FP32 81.7 TFLOPS is the "
-                          "vector (non-matrix) peak; the FP32 matrix peak is 163.4.",
+                          "1307.4 / 2614.9 / 5229.8 / 5229.8). FP32 163.4 TFLOPS is the "
+                          "vector (non-matrix) peak (AMD endnote MI300-11; 81.7 is the FP64 "
+                          "vector figure, not FP32).",
             "memory_bandwidth": "AMD Instinct MI300X datasheet (2023): HBM3 5.3 TB/s peak",
-            "memory_capacity": "AMD Instinct MI300X datasheet (2023): 192 GB HBM3",
+            "memory_capacity": "AMD Instinct MI300X datasheet (2023): 192 GB HBM3 = 8 stacks of "
+                               "24 GiB, read as binary (192 GiB)",
             "interconnect_bandwidth": "AMD Instinct MI300X datasheet (2023): 7 Infinity "
                                       "Fabric links of 128 GB/s peak each, bidirectional "
                                       "(896 GB/s aggregate peer-to-peer); per direction "
@@ -282,7 +330,8 @@ SPECS = {
         "peak_flops": {"fp32": 30.3e12, "tf32": 60e12, "fp16": 121e12, "bf16": 121e12,
                        "fp8": 242.5e12, "int8": 242.5e12},
         "memory_bandwidth": 300e9,
-        "memory_capacity": 24e9,
+        "memory_capacity": 24 * GiB,
+        "memory_capacity_datasheet": 24e9,
         "interconnect_bandwidth": None,
         "interconnect": None,
         "link_latency": None,
@@ -293,7 +342,9 @@ SPECS = {
                           "242, FP8 485, INT8 485 TOPS); dense = half: 60, 121, 242.5, "
                           "242.5. The datasheet gives no int4 figure, so none is listed.",
             "memory_bandwidth": "NVIDIA L4 datasheet (2023): GDDR6 300 GB/s",
-            "memory_capacity": "NVIDIA L4 datasheet (2023): 24 GB GDDR6",
+            "memory_capacity": "NVIDIA L4 datasheet (2023): 24 GB GDDR6, read as binary (24 GiB; "
+                               "GDDR dies are binary-sized). With ECC enabled the driver reserves"
+                               " part of it.",
             "interconnect_bandwidth": "NVIDIA L4 datasheet (2023): no NVLink; PCIe Gen4 "
                                       "x16 only, so no scale-up link (None)",
             "link_latency": "No scale-up link (PCIe only), so None",
@@ -307,7 +358,8 @@ SPECS = {
         "year": 2018,
         "peak_flops": {"fp32": 8.1e12, "fp16": 65e12, "int8": 130e12, "int4": 260e12},
         "memory_bandwidth": 320e9,
-        "memory_capacity": 16e9,
+        "memory_capacity": 16 * GiB,
+        "memory_capacity_datasheet": 16e9,
         "interconnect_bandwidth": None,
         "interconnect": None,
         "link_latency": None,
@@ -318,7 +370,9 @@ SPECS = {
                           "TOPS, INT4 260 TOPS. Turing has no structured sparsity, so "
                           "these are dense. No bf16/tf32 on Turing.",
             "memory_bandwidth": "NVIDIA T4 datasheet (2019): GDDR6 320+ GB/s; 320 GB/s used",
-            "memory_capacity": "NVIDIA T4 datasheet (2019): 16 GB GDDR6",
+            "memory_capacity": "NVIDIA T4 datasheet (2019): 16 GB GDDR6, read as binary (16 GiB; "
+                               "GDDR dies are binary-sized). With ECC enabled (the data-centre "
+                               "default) nvidia-smi reports 15,360 MiB.",
             "interconnect_bandwidth": "NVIDIA T4 datasheet (2019): PCIe Gen3 x16 only, no "
                                       "NVLink, so no scale-up link (None)",
             "link_latency": "No scale-up link (PCIe only), so None",
@@ -333,7 +387,8 @@ SPECS = {
         "year": 2023,
         "peak_flops": {"bf16": 197e12, "int8": 393e12},
         "memory_bandwidth": 819e9,
-        "memory_capacity": 16e9,
+        "memory_capacity": 16 * GiB,
+        "memory_capacity_datasheet": 16e9,
         "interconnect_bandwidth": 200e9,
         "interconnect": "ICI, 4 ports per chip, 2D torus",
         "link_latency": 1e-6,
@@ -346,7 +401,7 @@ SPECS = {
                                 "(a later revision of the page prints '800 GiBps'; the "
                                 "819 GB/s figure is used)",
             "memory_capacity": "Google Cloud TPU docs, 'TPU v5e': HBM2 capacity 16 GB "
-                               "per chip",
+                               "per chip, read as binary (16 GiB; HBM dies are binary-sized)",
             "interconnect_bandwidth": "Google Cloud TPU docs, 'TPU v5e': bidirectional ICI "
                                       "bandwidth per chip 400 GBps (older revision: "
                                       "'Interchip Interconnect BW 1600 Gbps' = 200 GB/s, "
@@ -365,7 +420,8 @@ SPECS = {
         "year": 2022,
         "peak_flops": {"fp32": 5.3e12, "fp16": 42.5e12, "int8": 85e12},
         "memory_bandwidth": 204.8e9,
-        "memory_capacity": 64e9,
+        "memory_capacity": 64 * GiB,
+        "memory_capacity_datasheet": 64e9,
         "interconnect_bandwidth": None,
         "interconnect": None,
         "link_latency": None,
@@ -382,7 +438,8 @@ SPECS = {
             "memory_bandwidth": "NVIDIA Jetson AGX Orin 64GB module datasheet (2022): "
                                 "256-bit LPDDR5, 204.8 GB/s (shared with the CPU)",
             "memory_capacity": "NVIDIA Jetson AGX Orin 64GB module datasheet (2022): 64 GB "
-                               "LPDDR5, shared between CPU and GPU",
+                               "LPDDR5, shared between CPU and GPU; read as binary (64 GiB, "
+                               "LPDDR dies are binary-sized)",
             "interconnect_bandwidth": "System-on-module with no chip-to-chip scale-up "
                                       "link, so None",
             "link_latency": "No scale-up link, so None",
@@ -398,7 +455,8 @@ SPECS = {
         "year": 2023,
         "peak_flops": {"fp32": 768e9},
         "memory_bandwidth": 89.6e9,
-        "memory_capacity": 16e9,
+        "memory_capacity": 16 * GiB,
+        "memory_capacity_datasheet": 16e9,
         "interconnect_bandwidth": None,
         "interconnect": None,
         "link_latency": None,
@@ -411,7 +469,8 @@ SPECS = {
                           "other peak is claimed.",
             "memory_bandwidth": "Illustrative, computed: DDR5-5600 = 5600e6 transfers/s x "
                                 "8 bytes per 64-bit channel x 2 channels = 89.6 GB/s",
-            "memory_capacity": "Illustrative: 16 GB, a common laptop configuration",
+            "memory_capacity": "Illustrative: 16 GB (DIMMs are binary-sized: 16 GiB), a common "
+                               "laptop configuration",
             "interconnect_bandwidth": "A single CPU socket has no scale-up accelerator "
                                       "link, so None",
             "link_latency": "No scale-up link, so None",

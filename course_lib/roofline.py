@@ -3,6 +3,7 @@
 The model, with nothing hidden::
 
     t_compute = FLOPs / (peak FLOP/s · compute_efficiency)
+                (attention's FLOPs at the attention format's peak, the rest at the matmuls')
     t_memory  = bytes / (bandwidth · memory_efficiency)
     latency   = max(t_compute, t_memory) + kernels · overhead_per_kernel
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import sensitivity
 from .models.layers import experts_touched
 from .units import Q_
 from .workloads import Knobs, check_batch, precisions, resolve
@@ -39,6 +41,7 @@ def _sums(table):
         moe = table.experts > 1
         s = {
             "flops": float((c * table.flops).sum()),
+            "flops_attn": float((c * table.flops)[table.attention].sum()),
             "w_dense": float((c * table.weight_reads)[~moe].sum()),
             "w_moe": float((c * table.weight_reads)[moe].sum()),
             "experts": float(table.experts[moe][0]) if moe.any() else 1.0,
@@ -60,6 +63,13 @@ def traffic(table, batch, bytes_w, bytes_a, bytes_kv):
         weight_bytes = weight_bytes + s["w_moe"] * bytes_w * touched
     per_sample = s["act"] * bytes_a + s["kv"] * bytes_kv + s["gathered"] * bytes_w
     return batch * s["flops"], weight_bytes + batch * per_sample
+
+
+def compute_seconds(table, batch, peak, peak_attention):
+    """Seconds of math for `batch` samples: attention's FLOPs at `peak_attention`, the rest at
+    `peak` (both FLOP/s, efficiency already applied). `batch` may be an array."""
+    s = _sums(table)
+    return batch * ((s["flops"] - s["flops_attn"]) / peak + s["flops_attn"] / peak_attention)
 
 
 def layer_traffic(table, batch, bytes_w, bytes_a, bytes_kv):
@@ -92,9 +102,11 @@ class Performance:
         self._is_array = is_array
         self._table = table
         self.peak_si = hardware.peak_flops_si(prec.compute)
+        self.peak_attention_si = hardware.peak_flops_si(prec.attention)
         self.bandwidth_si = hardware.memory_bandwidth_si
         self.flops_si, self.bytes_si = flops, nbytes
-        self.t_compute_si = flops / (self.peak_si * knobs.compute_efficiency)
+        self.t_compute_si = compute_seconds(table, batch_size, self.peak_si * knobs.compute_efficiency,
+                                            self.peak_attention_si * knobs.compute_efficiency)
         self.t_memory_si = nbytes / (self.bandwidth_si * knobs.memory_efficiency)
         self.overhead_si = table.kernels * knobs.overhead_per_kernel
         self.latency_si = np.maximum(self.t_compute_si, self.t_memory_si) + self.overhead_si
@@ -104,6 +116,8 @@ class Performance:
             self.latency_si = float(self.latency_si)
         self.bottleneck = regime(self.t_compute_si, self.t_memory_si)
         self._layer_times = None
+        # a chip or activation count changed by course_lib.sensitivity.perturb: say so
+        self.hardware_perturbation = sensitivity.current().describe()
 
     @property
     def precision(self) -> str:
@@ -177,7 +191,8 @@ class Performance:
         if self._layer_times is None:
             w, a, kv = self.precisions.bytes
             f, b = layer_traffic(self._table, self.batch_size, w, a, kv)
-            tc = f / (self.peak_si * self.knobs.compute_efficiency)
+            peaks = np.where(self._table.attention, self.peak_attention_si, self.peak_si)
+            tc = f / (peaks.reshape((-1,) + (1,) * np.ndim(self.batch_size)) * self.knobs.compute_efficiency)
             tm = b / (self.bandwidth_si * self.knobs.memory_efficiency)
             self._layer_times = (f, b, tc, tm)
         return self._layer_times
@@ -215,15 +230,26 @@ class Performance:
             f"{head}, batch {self.batch_size}",
             f"  FLOPs {self.flops_si:.4g}, bytes {self.bytes_si:.4g} -> intensity "
             f"{self.flops_si / self.bytes_si:.4g} FLOP/byte (ridge {self.ridge_point.m:.4g})",
-            f"  t_compute = {self.flops_si:.4g} / {self.peak_si * self.knobs.compute_efficiency:.4g}"
-            f" = {_fmt_time(self.t_compute_si)}",
+            self._compute_line(),
             f"  t_memory  = {self.bytes_si:.4g} / {self.bandwidth_si * self.knobs.memory_efficiency:.4g}"
             f" = {_fmt_time(self.t_memory_si)}",
             f"  latency {_fmt_time(self.latency_si)} ({self.bottleneck}); "
             f"per-layer roofline {_fmt_time(float(self.layerwise_latency_si))}",
             f"  {self.knobs.describe()}",
         ]
+        if self.hardware_perturbation:
+            lines.append(f"  {self.hardware_perturbation}")
         return "\n".join(lines)
+
+    def _compute_line(self) -> str:
+        eff = self.knobs.compute_efficiency
+        if self.peak_attention_si == self.peak_si:
+            return (f"  t_compute = {self.flops_si:.4g} / {self.peak_si * eff:.4g}"
+                    f" = {_fmt_time(self.t_compute_si)}")
+        fa = _sums(self._table)["flops_attn"] * self.batch_size
+        return (f"  t_compute = {self.flops_si - fa:.4g} / {self.peak_si * eff:.4g} (matmuls, "
+                f"{self.precisions.compute}) + {fa:.4g} / {self.peak_attention_si * eff:.4g} "
+                f"(attention, {self.precisions.attention}) = {_fmt_time(self.t_compute_si)}")
 
 
 def _fmt_time(t: float) -> str:
@@ -292,14 +318,18 @@ class LayerReport:
 
 # ---- solve --------------------------------------------------------------------------------
 def solve(model, hardware, batch_size=1, precision="fp16", *, weight_precision=None,
-          activation_precision=None, kv_precision=None, context_tokens=None,
-          compute_efficiency=1.0, memory_efficiency=1.0, overhead_per_kernel=None) -> Performance:
+          activation_precision=None, kv_precision=None, attention_precision=None,
+          context_tokens=None, compute_efficiency=1.0, memory_efficiency=1.0,
+          overhead_per_kernel=None) -> Performance:
     """Roofline of `model` on `hardware` at `batch_size` (an int, or an array for a sweep).
 
     For an LLM this is one decode step (one new token per sequence) with `context_tokens`
-    tokens in the KV cache (default 1: short context). `precision` sets weights, activations
-    and KV cache; the math runs at the activation precision's peak. The knobs default to the
-    pure roofline and are reported in the result.
+    tokens in the KV cache (default 1: short context). `precision` sets weights and
+    activations, and the KV cache and attention too when it is a 16- or 32-bit float; with
+    ``precision="int8"`` (W8A8) or ``"fp8"`` the KV cache and attention's matmuls stay in
+    16 bits, as in TensorRT-LLM, unless ``kv_precision``/``attention_precision`` say otherwise.
+    The weight matmuls run at the activation precision's peak. The knobs default to the pure
+    roofline and are reported in the result.
 
     >>> import numpy as np
     >>> p = solve("ResNet50", "V100", batch_size=np.array([1, 64, 1024]))
@@ -307,7 +337,8 @@ def solve(model, hardware, batch_size=1, precision="fp16", *, weight_precision=N
     ['memory-bound', 'compute-bound', 'compute-bound']
     """
     model, hardware = resolve(model, hardware)
-    prec = precisions(hardware, precision, weight_precision, activation_precision, kv_precision)
+    prec = precisions(hardware, precision, weight_precision, activation_precision, kv_precision,
+                      attention_precision)
     knobs = Knobs.make(compute_efficiency, memory_efficiency, overhead_per_kernel)
     batch, is_array = check_batch(batch_size)
     if context_tokens is not None:

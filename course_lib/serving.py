@@ -10,11 +10,18 @@
   too, which slightly flatters TP: norms and residual adds really run replicated; a KV head is
   never split, so with more GPUs than KV heads the cache is replicated) and each layer adds
   two ring AllReduces of the activations: 2(N−1)/N · bytes / link bandwidth + 2(N−1) · link
-  latency, reported as ``t_comm`` and not overlapped with compute.
+  latency, reported as ``t_comm`` and not overlapped with compute. A link that joins fewer
+  GPUs than ``tp`` (the H100 PCIe's NVLink bridge joins pairs) leaves the ring on the chip's
+  fallback link (PCIe), the slowest hop; ``s.interconnect`` says which link the ring used.
+* Precisions follow TensorRT-LLM's defaults: ``precision="int8"`` (W8A8) runs the weight
+  matmuls at the int8 peak while attention's matmuls and the KV cache stay fp16
+  (``attention_precision``, ``kv_precision`` change that).
+* A model with a sliding window (Mistral-7B) attends to, and caches, the last W tokens only.
 
 Each step is a roofline, max(t_compute, t_memory) (+ t_comm), with the same explicit knobs as
-``solve``. Memory: weights + KV cache against the chip's capacity; activations and framework
-workspace are not counted, so ``fits`` is optimistic by that much.
+``solve``. Memory: weights + KV cache against the chip's capacity (binary: an 80GB H100 holds
+81,559 MiB); activations and framework workspace are not counted, so ``fits`` is optimistic
+by that much.
 
 >>> from course_lib import serve, Models, Hardware
 >>> s = serve(Models.Llama3_8B, Hardware.H100, prompt_tokens=2048, output_tokens=128)
@@ -30,7 +37,8 @@ import math
 import numpy as np
 
 from .errors import CourseError
-from .roofline import _fmt_time, regime, traffic
+from . import sensitivity
+from .roofline import _fmt_time, _sums, regime, traffic
 from .units import Q_, to_si
 from .workloads import Knobs, check_batch, precisions, resolve
 
@@ -46,9 +54,11 @@ def _positive_int(v, name):
 class Phase:
     """One phase's roofline. For decode, figures are per step averaged over the steps."""
 
-    def __init__(self, name, flops, nbytes, t_compute, t_memory, t_comm, latency, bottleneck):
+    def __init__(self, name, flops, nbytes, t_compute, t_memory, t_comm, latency, bottleneck,
+                 parts=None):
         self.name = name
         self.flops_si, self.bytes_si = flops, nbytes
+        self._parts = parts or {}
         self.t_compute_si, self.t_memory_si, self.t_comm_si = t_compute, t_memory, t_comm
         self.latency_si = latency
         self.bottleneck = bottleneck
@@ -60,6 +70,12 @@ class Phase:
     t_memory = property(lambda self: Q_(self.t_memory_si * 1e3, "ms"))
     t_comm = property(lambda self: Q_(self.t_comm_si * 1e3, "ms"))
     latency = property(lambda self: Q_(self.latency_si * 1e3, "ms"))
+
+    @property
+    def bytes_breakdown(self) -> dict:
+        """What ``bytes`` is made of, in GB per GPU: weights (with gathered embedding rows),
+        activations, KV cache (decode: the mean step)."""
+        return {k: Q_(v / 1e9, "GB") for k, v in self._parts.items()}
 
     def __repr__(self):
         comm = f", comm {_fmt_time(self.t_comm_si)}" if self.t_comm_si else ""
@@ -95,6 +111,7 @@ class Serving:
     def __repr__(self):
         fit = ("fits" if self.fits else "DOES NOT FIT") if self.fits is not None else "capacity unknown"
         cap = self.hardware.memory_capacity_si
+        comm = f"  tensor parallel over {self.interconnect}\n" if self.tp > 1 else ""
         lines = [
             f"{self.model.name} on {self.tp}x {self.hardware.name}, {self.precision}, batch "
             f"{self.batch_size}, prompt {self.prompt_tokens}, output {self.output_tokens}",
@@ -103,10 +120,14 @@ class Serving:
             f"  end to end {_fmt_time(self.e2e_latency_si)}, "
             f"{self.batch_size / self.decode.latency_si:.4g} tokens/s",
             f"  memory per GPU {self.memory_per_gpu_si / 1e9:.3g} GB"
-            + (f" of {cap / 1e9:.3g} GB" if cap else "") + f": {fit}; max batch {self.max_batch_size}",
-            f"  {self.knobs.describe()}",
+            + (f" of {cap / 1e9:.3g} GB ({cap / 2**30:.4g} GiB)" if cap else "")
+            + f": {fit}; max batch {self.max_batch_size}",
+            comm + f"  {self.knobs.describe()}" + (f"\n  {self.perturbation}" if self.perturbation else ""),
         ]
         return "\n".join(lines)
+
+
+_PARTS = ("weights", "activations", "kv_cache")
 
 
 def _allreduce_time(nbytes, n, link_bandwidth, link_latency):
@@ -114,6 +135,24 @@ def _allreduce_time(nbytes, n, link_bandwidth, link_latency):
     if n == 1:
         return 0.0 * nbytes
     return 2 * (n - 1) / n * nbytes / link_bandwidth + 2 * (n - 1) * link_latency
+
+
+def _link(hardware, tp):
+    """(name, bandwidth per direction) of the link a tensor-parallel ring over `tp` GPUs runs on."""
+    if tp == 1:
+        return None, 1.0
+    if not hardware.interconnect_bandwidth_si:
+        raise CourseError(f"{hardware.name} has no scale-up interconnect in the zoo; tensor "
+                          "parallelism needs one (tp must be 1 here).")
+    limit = hardware.interconnect_max_gpus
+    if limit is None or tp <= limit:
+        return hardware.interconnect or "scale-up link", hardware.interconnect_bandwidth_si
+    if not hardware.fallback_interconnect_bandwidth_si:
+        raise CourseError(f"{hardware.name}'s {hardware.interconnect} joins {limit} GPUs and the zoo "
+                          f"knows no other link: tp must be at most {limit}.")
+    # the ring crosses the slower link: it sets the pace
+    return (f"{hardware.fallback_interconnect} (the {hardware.interconnect} joins only {limit} GPUs)",
+            hardware.fallback_interconnect_bandwidth_si)
 
 
 def _kv_shard(model, tp):
@@ -124,14 +163,16 @@ def _kv_shard(model, tp):
 
 def serve(model, hardware, prompt_tokens=2048, output_tokens=128, batch_size=1, precision="fp16",
           weight_precision=None, activation_precision=None, kv_precision=None, tp=1, *,
-          compute_efficiency=1.0, memory_efficiency=1.0, overhead_per_kernel=None,
-          link_latency=None) -> Serving:
+          attention_precision=None, compute_efficiency=1.0, memory_efficiency=1.0,
+          overhead_per_kernel=None, link_latency=None) -> Serving:
     """Serve `batch_size` requests of `prompt_tokens` in and `output_tokens` out.
 
-    `precision` is the default for weights, activations and KV cache. ``weight_precision=
-    "int8"`` with fp16 activations is weight-only quantization (math at the fp16 peak);
-    ``precision="int8"`` is W8A8 (math at the int8 peak). ``link_latency`` overrides the
-    chip's per-hop latency in the AllReduce term.
+    `precision` is the default for weights and activations (and for the KV cache and attention
+    when it is a 16- or 32-bit float). ``weight_precision="int8"`` with fp16 activations is
+    weight-only quantization (math at the fp16 peak); ``precision="int8"`` is W8A8: weight
+    matmuls at the int8 peak, attention and the KV cache in fp16 (TensorRT-LLM's default;
+    ``kv_precision="int8"`` and ``attention_precision`` change them). ``link_latency``
+    overrides the chip's per-hop latency in the AllReduce term.
 
     >>> s = serve("Llama3_8B", "H100", prompt_tokens=2048, output_tokens=128, batch_size=8)
     >>> round(s.tpot.m_as("ms"), 2), s.decode.bottleneck
@@ -147,55 +188,66 @@ def serve(model, hardware, prompt_tokens=2048, output_tokens=128, batch_size=1, 
     T = _positive_int(output_tokens, "output_tokens")
     B = _positive_int(batch_size, "batch_size")
     tp = _positive_int(tp, "tp")
-    prec = precisions(hardware, precision, weight_precision, activation_precision, kv_precision)
+    prec = precisions(hardware, precision, weight_precision, activation_precision, kv_precision,
+                      attention_precision)
     knobs = Knobs.make(compute_efficiency, memory_efficiency, overhead_per_kernel)
     bw_, ba_, bkv_ = prec.bytes
     peak = hardware.peak_flops_si(prec.compute) * knobs.compute_efficiency
+    peak_attn = hardware.peak_flops_si(prec.attention) * knobs.compute_efficiency
     bw = hardware.memory_bandwidth_si * knobs.memory_efficiency
 
-    if tp > 1 and not hardware.interconnect_bandwidth_si:
-        raise CourseError(f"{hardware.name} has no scale-up interconnect in the zoo; tensor "
-                          "parallelism needs one (tp must be 1 here).")
+    link_name, link_bw = _link(hardware, tp)
     latency = (to_si(link_latency, "time", "link_latency") if link_latency is not None
                else (hardware.link_latency_si or 0.0))
-    link_bw = hardware.interconnect_bandwidth_si or 1.0
     L, d = model.config.n_layers, model.config.d_model
     kv_shard = _kv_shard(model, tp)
 
     def per_gpu(table):
         # FLOPs, weights and activations split evenly over tp GPUs; KV by heads.
+        # Returns (FLOPs, FLOPs of attention, bytes), per GPU.
         f, _ = traffic(table, B, 0.0, 0.0, 0.0)
         _, w = traffic(table, B, bw_, 0.0, 0.0)
         _, a = traffic(table, B, 0.0, ba_, 0.0)
         _, kv = traffic(table, B, 0.0, 0.0, bkv_)
-        return f / tp, w / tp + a / tp + kv * kv_shard
+        parts = np.array([w / tp, a / tp, kv * kv_shard])
+        return f / tp, B * _sums(table)["flops_attn"] / tp, parts
+
+    def seconds(f, f_attn):
+        return (f - f_attn) / peak + f_attn / peak_attn
 
     # prefill: one pass over the prompt
     pre = model.prefill_table(P)
-    f_pre, b_pre = per_gpu(pre)
+    f_pre, fa_pre, parts_pre = per_gpu(pre)
+    b_pre = parts_pre.sum()
     comm_pre = 2 * L * _allreduce_time(B * P * d * ba_, tp, link_bw, latency)
-    tc, tm = f_pre / peak, b_pre / bw
+    tc, tm = seconds(f_pre, fa_pre), b_pre / bw
     overhead = pre.kernels * knobs.overhead_per_kernel
     prefill = Phase("prefill", f_pre, b_pre, tc, tm, comm_pre,
-                    max(tc, tm) + comm_pre + overhead, regime(tc, tm, comm_pre if tp > 1 else None))
+                    max(tc, tm) + comm_pre + overhead, regime(tc, tm, comm_pre if tp > 1 else None),
+                    parts=dict(zip(_PARTS, parts_pre)))
 
     # decode: steps for tokens 2..T, each attending over the prompt and the tokens so far.
-    # Every cost is linear in the context length c, so two tables give it for all steps.
+    # Every cost is linear in the tokens attended (the context, or the sliding window's
+    # worth of it), so two tables give it for all steps.
     contexts = np.arange(P + 1, P + T, dtype=float) if T > 1 else np.array([P + 1.0])
-    f1, b1 = per_gpu(model.decode_table(1))
-    f2, b2 = per_gpu(model.decode_table(2))
-    f_dec = f1 + (f2 - f1) * (contexts - 1)
-    b_dec = b1 + (b2 - b1) * (contexts - 1)
+    attended = model.attended_tokens(contexts)
+    f1, fa1, parts1 = per_gpu(model.decode_table(1))
+    f2, fa2, parts2 = per_gpu(model.decode_table(2))
+    b1, b2 = parts1.sum(), parts2.sum()
+    f_dec = f1 + (f2 - f1) * (attended - 1)
+    fa_dec = fa1 + (fa2 - fa1) * (attended - 1)
+    b_dec = b1 + (b2 - b1) * (attended - 1)
     comm_dec = 2 * L * _allreduce_time(B * d * ba_, tp, link_bw, latency)
-    tc, tm = f_dec / peak, b_dec / bw
+    tc, tm = seconds(f_dec, fa_dec), b_dec / bw
     steps = np.maximum(tc, tm) + comm_dec + model.decode_table(1).kernels * knobs.overhead_per_kernel
     decode = Phase("decode", float(f_dec.mean()), float(b_dec.mean()), float(tc.mean()),
                    float(tm.mean()), comm_dec, float(steps.mean()),
-                   regime(tc.sum(), tm.sum(), comm_dec * len(contexts) if tp > 1 else None))
+                   regime(tc.sum(), tm.sum(), comm_dec * len(contexts) if tp > 1 else None),
+                   parts=dict(zip(_PARTS, parts1 + (parts2 - parts1) * (attended.mean() - 1))))
 
     # memory
     weights = model.weight_bytes(prec.weights)
-    kv_per_seq = (P + T) * model.kv_elements_per_token() * bkv_
+    kv_per_seq = model.attended_tokens(P + T) * model.kv_elements_per_token() * bkv_
     per_gpu_mem = weights / tp + B * kv_per_seq * kv_shard
     cap = hardware.memory_capacity_si
     if cap is None:
@@ -207,6 +259,8 @@ def serve(model, hardware, prompt_tokens=2048, output_tokens=128, batch_size=1, 
 
     e2e = prefill.latency_si + (T - 1) * decode.latency_si
     return Serving(model=model, hardware=hardware, precisions=prec, knobs=knobs, tp=tp,
+                   interconnect=f"{link_name}, {link_bw / 1e9:.0f} GB/s per direction" if tp > 1 else None,
+                   perturbation=sensitivity.current().describe(),
                    batch_size=B, prompt_tokens=P, output_tokens=T, prefill=prefill, decode=decode,
                    e2e_latency_si=e2e, kv_cache_bytes_si=B * kv_per_seq, weight_bytes_si=weights,
                    memory_per_gpu_si=per_gpu_mem, fits=fits, max_batch_size=max_b)

@@ -3,7 +3,8 @@
 The registry is installed as pint's *application registry*, so Quantities made by course_lib,
 by a notebook and by a test all mix. Bytes have a dimension of their own (information), so a
 byte count never passes for a plain number. It adds the units the course needs on top of pint's own:
-``FLOP`` (with SI prefixes: ``TFLOP/s``), ``MAC`` (= 2 FLOP, the vendors' convention),
+``FLOP`` (with SI prefixes: ``TFLOP/s``), ``MAC`` (= 2 FLOP, the vendors' convention), ``OP``
+(an integer operation, counted like a FLOP: ``TOP/s`` is TOPS),
 ``byte`` with decimal (``GB``) and binary (``GiB``) prefixes, and ``FLOP/byte``.
 
 Inside the solvers everything is a plain SI float (FLOP, byte, second); Quantities appear
@@ -19,6 +20,8 @@ _EXTRA_UNITS = (
     # name = definition = symbol = aliases: the symbol is what short formats print ("TFLOP/s")
     "flop = [computation] = FLOP = FLOPs",
     "multiply_accumulate = 2 * flop = MAC",
+    # integer operations (TOPS) count like FLOPs: 2 per multiply-accumulate
+    "operation = flop = OP = OPs",
 )
 
 # Dimension a public argument must have, the base unit inside, and an example for errors.

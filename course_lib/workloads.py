@@ -5,8 +5,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import sensitivity
 from .errors import CourseError, PrecisionError
-from .precision import bytes_per_element, normalize
+from .precision import WIDE_FLOATS, bytes_per_element, normalize
 from .units import is_quantity, to_si
 
 
@@ -49,7 +50,7 @@ def check_batch(batch_size, name="batch_size"):
         return check_batch(float(arr), name)
     if arr.size == 0:
         raise CourseError(f"{name} is an empty array; give at least one batch size.")
-    if not (np.all(arr >= 1) and np.all(arr == np.round(arr))):
+    if not (np.all(np.isfinite(arr)) and np.all(arr >= 1) and np.all(arr == np.round(arr))):
         bad = arr[~((arr >= 1) & (arr == np.round(arr)))][0]
         raise CourseError(f"{name} must hold positive integers (≥ 1); found {bad!r}.")
     return arr, True
@@ -57,11 +58,22 @@ def check_batch(batch_size, name="batch_size"):
 
 @dataclass(frozen=True)
 class Precisions:
-    """Which format each kind of tensor uses, and so which peak the math runs at."""
+    """Which format each kind of tensor uses, and so which peak each kind of math runs at.
+
+    weights      -- stored weights
+    activations  -- activations between layers, and the inputs of the weight matmuls: the
+                    matmuls (and every other layer but attention) run at this format's peak
+    kv           -- the KV cache
+    attention    -- attention's own matmuls (Q·Kᵀ and P·V over the cached K, V)
+    activation_scale -- a factor on activation bytes: 1, except inside
+                    ``course_lib.sensitivity.perturb(activation_bytes=...)``
+    """
 
     weights: str
     activations: str
     kv: str
+    attention: str
+    activation_scale: float = 1.0
 
     @property
     def compute(self) -> str:
@@ -71,31 +83,58 @@ class Precisions:
 
     @property
     def bytes(self) -> tuple[float, float, float]:
-        return (bytes_per_element(self.weights), bytes_per_element(self.activations),
+        return (bytes_per_element(self.weights), bytes_per_element(self.activations) * self.activation_scale,
                 bytes_per_element(self.kv))
 
     def label(self) -> str:
-        w, a, k = self.weights, self.activations, self.kv
-        if w == a == k:
-            return w
-        return f"weights {w}, activations {a}, KV {k}"
+        w, a, k, t = self.weights, self.activations, self.kv, self.attention
+        if w == a == k == t:
+            text = w
+        elif w == a and k == t:
+            text = f"weights and activations {w}, attention and KV cache {k}"
+        else:
+            text = f"weights {w}, activations {a}, attention {t}, KV cache {k}"
+        if self.activation_scale != 1:
+            text += f" (activation bytes x{self.activation_scale:g}: perturbed)"
+        return text
+
+
+def sixteen_bit(hardware, fmt: str) -> str:
+    """The format attention and the KV cache use by default alongside `fmt` activations:
+    `fmt` itself if it is a 16- or 32-bit float, else fp16 (bf16 on a chip without fp16).
+
+    This is TensorRT-LLM's default for quantized models (SmoothQuant W8A8, fp8): the weight
+    matmuls run in 8 bits, while attention's matmuls and the KV cache stay in 16 bits unless
+    an 8-bit KV cache or 8-bit attention is asked for.
+    """
+    if fmt in WIDE_FLOATS:
+        return fmt
+    return "fp16" if "fp16" in hardware.precisions or "bf16" not in hardware.precisions else "bf16"
 
 
 def precisions(hardware, precision, weight_precision=None, activation_precision=None,
-               kv_precision=None) -> Precisions:
-    """`precision` is the default for weights, activations and KV; the others override it."""
+               kv_precision=None, attention_precision=None) -> Precisions:
+    """`precision` is the default for weights and activations, and for the KV cache and
+    attention when it is a 16- or 32-bit float; with an 8- or 4-bit `precision` (W8A8, fp8)
+    the KV cache and attention stay in 16 bits (``sixteen_bit``). The others override it."""
     p = normalize(precision)
+    weights = normalize(weight_precision, "weight_precision") if weight_precision else p
+    activations = normalize(activation_precision, "activation_precision") if activation_precision else p
+    wide = sixteen_bit(hardware, activations)
     prec = Precisions(
-        weights=normalize(weight_precision, "weight_precision") if weight_precision else p,
-        activations=normalize(activation_precision, "activation_precision") if activation_precision else p,
-        kv=normalize(kv_precision, "kv_precision") if kv_precision else p,
+        weights=weights,
+        activations=activations,
+        kv=normalize(kv_precision, "kv_precision") if kv_precision else (p if p in WIDE_FLOATS else wide),
+        attention=normalize(attention_precision, "attention_precision") if attention_precision else wide,
+        activation_scale=float(sensitivity.current().activation_bytes),
     )
     if prec.activations in ("int4", "fp4") and prec.weights not in ("int4", "fp4"):
         raise PrecisionError(
             f"activations in {prec.activations} with weights in {prec.weights}: activations "
             "may not be narrower than weights. Use weight_precision for weight-only quantization."
         )
-    hardware.peak_flops_si(prec.compute)  # raises with the chip's precisions listed
+    hardware.peak_flops_si(prec.compute)   # raises with the chip's precisions listed
+    hardware.peak_flops_si(prec.attention)
     return prec
 
 

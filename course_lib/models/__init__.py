@@ -82,8 +82,9 @@ _CONFIGS = {
                                     source="HF meta-llama/Meta-Llama-3-8B config.json"), 8_030_261_248),
     "Llama3_70B": (TransformerConfig(80, 8192, 64, 8, 28672, 128256,
                                      source="HF meta-llama/Meta-Llama-3-70B config.json"), 70_553_706_496),
-    "Mistral_7B": (TransformerConfig(32, 4096, 32, 8, 14336, 32000,
-                                     source="Jiang et al. 2023; HF mistralai/Mistral-7B-v0.1 config.json"),
+    "Mistral_7B": (TransformerConfig(32, 4096, 32, 8, 14336, 32000, sliding_window=4096,
+                                     source="Jiang et al. 2023; HF mistralai/Mistral-7B-v0.1 config.json "
+                                            "(sliding_window 4096)"),
                    7_241_732_096),
     "Mixtral_8x7B": (TransformerConfig(32, 4096, 32, 8, 14336, 32000, experts=8, top_k=2,
                                        source="Jiang et al. 2024; HF mistralai/Mixtral-8x7B-v0.1 config.json"),

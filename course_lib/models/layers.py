@@ -86,6 +86,7 @@ class LayerTable:
     count: np.ndarray = field(init=False, repr=False)
     experts: np.ndarray = field(init=False, repr=False)
     top_k: np.ndarray = field(init=False, repr=False)
+    attention: np.ndarray = field(init=False, repr=False)   # True for attention layers
 
     def __post_init__(self):
         ls = self.layers
@@ -99,6 +100,8 @@ class LayerTable:
         object.__setattr__(self, "count", col(lambda l: l.count))
         object.__setattr__(self, "experts", col(lambda l: l.experts))
         object.__setattr__(self, "top_k", col(lambda l: l.top_k))
+        # attention's matmuls (Q·Kᵀ, P·V) may run at another precision than the weight matmuls
+        object.__setattr__(self, "attention", np.array([l.kind == "attention" for l in ls], dtype=bool))
 
     def __len__(self) -> int:
         return len(self.layers)

@@ -8,6 +8,10 @@ Parameters, FLOPs and bytes are counted from the shapes, never typed in:
   (scores Q·Kᵀ and the weighted sum of V), and reads the K and V of those c tokens;
 * the KV cache stores K and V for every layer: 2·n_layers·n_kv_heads·head_dim elements per
   token. With grouped-query attention (n_kv_heads < n_heads) it shrinks by n_heads/n_kv_heads;
+* K and V are written once, by the QKV projection, straight into the cache (in the cache's
+  format); attention reads them. Q and the attention output are activations;
+* with a sliding window of W tokens (Mistral-7B: 4096) a token attends to the last W tokens
+  only, and the cache is a rolling buffer of W tokens per sequence;
 * the token embedding is a lookup: a step reads one row per token, not the whole table.
   The output projection (LM head) is a full matmul; with tied embeddings it reuses the table.
 * attention is fused (FlashAttention-style): the c×c score matrix never goes to memory.
@@ -40,6 +44,7 @@ class TransformerConfig:
     norm: str = "rmsnorm"           # "rmsnorm" (1 weight per channel) or "layernorm" (2)
     bias: bool = False              # biases in linear layers (GPT-3)
     learned_positions: int = 0      # learned position embeddings (GPT-3: 2048)
+    sliding_window: int | None = None  # attend to the last W tokens only (Mistral-7B: 4096)
     source: str = ""
 
     @property
@@ -118,6 +123,17 @@ class Transformer:
         c = self.config
         return self.parameters - c.n_layers * (c.experts - c.top_k) * self._block_params["expert"]
 
+    def attended_tokens(self, context):
+        """Tokens a query attends to (and the cache holds) at a context of `context` tokens:
+        all of them, or the last ``sliding_window`` of them. Works on numpy arrays too."""
+        w = self.config.sliding_window
+        if w is None:
+            return context
+        import numpy as np
+
+        out = np.minimum(context, w)
+        return out if isinstance(out, np.ndarray) else type(context)(out)
+
     def kv_elements_per_token(self) -> int:
         c = self.config
         return 2 * c.n_layers * c.n_kv_heads * c.hd
@@ -146,13 +162,19 @@ class Transformer:
         b = self._block_params
         norm_params = b["norms"] // 2
         kv_width = 2 * kvh * hd
+        w = c.sliding_window
         if prefill:
-            pairs = tokens * (tokens + 1) / 2      # Σ_{i=1..P} i query-key pairs per head
+            # Σ_{i=1..P} min(i, W) query-key pairs per head (token i attends to i tokens, causal)
+            if w is None or tokens <= w:
+                pairs = tokens * (tokens + 1) / 2
+            else:
+                pairs = w * (w + 1) / 2 + (tokens - w) * w
             kv_reads = tokens * kv_width           # fused attention reads each K,V once
         else:
-            pairs = tokens * context
-            kv_reads = context * kv_width
-        qkv_out = (h + 2 * kvh) * hd
+            attended = self.attended_tokens(context)
+            pairs = tokens * attended
+            kv_reads = attended * kv_width
+        q_out = h * hd
         layers = [
             Layer("embedding", "embedding", params=c.vocab * d + c.learned_positions * d,
                   weight_reads=0, gathered=tokens * d * (2 if c.learned_positions else 1),
@@ -161,10 +183,13 @@ class Transformer:
         block = [
             Layer("attn_norm", "norm", flops=4 * d * tokens, params=norm_params,
                   activations=2 * d * tokens, count=L),
-            Layer("qkv_proj", "matmul", flops=FLOPS_PER_MAC * (b["qkv"] - (qkv_out if c.bias else 0)) * tokens,
-                  params=b["qkv"], activations=(d + qkv_out) * tokens, count=L),
+            # reads x, writes Q (an activation) and K, V (into the cache, written once)
+            Layer("qkv_proj", "matmul",
+                  flops=FLOPS_PER_MAC * (b["qkv"] - ((q_out + kv_width) if c.bias else 0)) * tokens,
+                  params=b["qkv"], activations=(d + q_out) * tokens, kv=tokens * kv_width, count=L),
+            # reads Q and the cached K, V; writes its output
             Layer("attention", "attention", flops=2 * FLOPS_PER_MAC * h * hd * pairs,
-                  activations=2 * h * hd * tokens, kv=kv_reads + tokens * kv_width, count=L),
+                  activations=2 * h * hd * tokens, kv=kv_reads, count=L),
             Layer("o_proj", "matmul", flops=FLOPS_PER_MAC * h * hd * d * tokens, params=b["o"],
                   activations=(h * hd + d) * tokens, count=L),
             Layer("attn_residual", "elementwise", flops=d * tokens, activations=3 * d * tokens, count=L),

@@ -1,43 +1,56 @@
-"""Well-formed but wrong answers for notebook 1, "Hello, roofline".
+"""Classic mistakes for notebook 1, "Hello, roofline", as a student would type them.
 
-The grading round trip (tests/test_grading_roundtrip.py) puts each source below into the
-answer cell of the same grade_id in the student release: every form test must pass and every
-hidden correctness test must fail. Each answer is a classic mistake, not noise.
+MISTAKES maps each answer cell's grade_id to a list of (label, source): `label` is the
+misconception (a key of course_lib.misconceptions.MISCONCEPTIONS) that the question's hidden
+test must name for that answer, or None where the answer matches no listed mistake and the
+question's own hint must be given. Every source is well-formed (its form test passes) and
+wrong. The student walk-through test (tests/test_walkthrough.py) runs each through the real
+hidden tests; the grading round trip (tests/test_grading_roundtrip.py) puts the first of each,
+WRONG, into a whole notebook.
 """
 
-WRONG = {
-    # 1 byte per element instead of 2: off by a factor of 2
-    "hello_q1_answer": "q1_intensity = (2 * 1_000_000) / (2 * 1_000_000 + 1)\n",
-    # 1 MAC = 1 FLOP against a peak that counts 2 FLOPs per MAC
-    "hello_q2_answer": "q2_ridge = 312e12 / 2 / 2.039e12\n",
-    # one size too early: 128 is still below the ridge
-    "hello_q3_prediction": (
-        'q3_prediction = 128\n'
-        'q3_reasoning = "At 128 rows the intensity is close to 128 FLOP/byte, surely enough."\n'
-    ),
-    # weights-only intensity is just above the ridge, so "compute-bound"
-    "hello_q4_prediction": (
-        'q4_prediction = "compute-bound"\n'
-        'q4_reasoning = "F divided by the weight bytes is above the ridge point of the A100."\n'
-    ),
-    # forgets the activations: weights-only bytes, and the compute time as the latency
-    "hello_q5_answer": (
-        "q5_intensity = F / (2 * params)\n"
-        "q5_latency_us = F / 312e12 * 1e6\n"
-    ),
-    # batching "always" makes a model compute-bound
-    "hello_q6_prediction": (
-        'q6_prediction = "compute-bound"\n'
-        'q6_reasoning = "A big batch amortises the weights, so the intensity grows without limit."\n'
-    ),
-    # an older chip "must" be even more memory-bound
-    "hello_q7_prediction": (
-        'q7_prediction = "memory-bound"\n'
-        'q7_reasoning = "The V100 has less than half the bandwidth of the A100, so it is memory-bound."\n'
-    ),
-    # the layer with the largest FLOPs, ignoring its bytes
-    "hello_q8_prediction": (
-        'q8_prediction = "conv1"\n'
-        'q8_reasoning = "It does the most FLOPs of the four layers, so it must be compute-bound."\n'
-    ),
+MISTAKES = {
+    "hello_q1_answer": [
+        ("bytes-per-element", "q1_intensity = (2 * 1_000_000) / (2 * 1_000_000 + 1)   # 1 byte per element\n"),
+        ("mac-as-1-flop", "q1_intensity = 1_000_000 / (2 * (2 * 1_000_000 + 1))   # one FLOP per MAC\n"),
+    ],
+    "hello_q2_answer": [
+        ("mac-as-1-flop", "q2_ridge = 312e12 / 2 / 2.039e12\n"),
+        ("sparse-peak", "q2_ridge = 624e12 / 2.039e12\n"),
+        ("unit-prefix", "q2_ridge = 312e12 / 2.039e9\n"),
+    ],
+    "hello_q3_prediction": [
+        ("mac-as-1-flop", 'q3_prediction = 128\n'
+                          'q3_reasoning = "Counting one FLOP per multiply-accumulate the ridge is about 77, and 128 rows clear it."\n'),
+        ("sparse-peak", 'q3_prediction = 1024\n'
+                        'q3_reasoning = "With the 624 TFLOP/s headline the ridge is about 306, and only 1024 rows clear it."\n'),
+    ],
+    "hello_q4_prediction": [
+        ("weights-only", 'q4_prediction = "compute-bound"\n'
+                         'q4_reasoning = "F divided by the weight bytes is above the ridge point of the A100."\n'),
+    ],
+    "hello_q5_answer": [
+        ("weights-only", "q5_intensity = F / (2 * params)\n"
+                         "q5_latency_us = 2 * params / 2.039e12 * 1e6\n"),
+        ("mac-as-1-flop", "q5_intensity = (F / 2) / (2 * params + act_bytes)\n"
+                          "q5_latency_us = (2 * params + act_bytes) / 2.039e12 * 1e6\n"),
+        ("other-roof", "q5_intensity = F / (2 * params + act_bytes)\n"
+                       "q5_latency_us = F / 312e12 * 1e6                  # the compute time\n"),
+    ],
+    "hello_q6_prediction": [
+        ("weights-per-sample", 'q6_limit = F / (2 * params + act_bytes)\n'
+                               'q6_reasoning = "Every image reads the weights and its activations, so the intensity stays put."\n'),
+        ("mac-as-1-flop", 'q6_limit = (F / 2) / act_bytes\n'
+                          'q6_reasoning = "The weights are shared, so only the activations count per image."\n'),
+    ],
+    "hello_q7_prediction": [
+        ("weights-only", 'q7_prediction = "compute-bound"\n'
+                         'q7_reasoning = "Batch 1024 amortises the weights a thousand times, far past any ridge point."\n'),
+    ],
+    "hello_q8_prediction": [
+        ("flops-not-bytes", 'q8_prediction = "conv1"\n'
+                            'q8_reasoning = "It does the most FLOPs of the four layers, so it must be compute-bound."\n'),
+    ],
 }
+
+WRONG = {gid: cases[0][1] for gid, cases in MISTAKES.items()}

@@ -1,0 +1,134 @@
+"""The lessons' questions, taken apart for tests that run hidden tests outside nbgrader.
+
+A question is an answer cell (<prefix>_qN_<role>, a solution cell) and its hidden tests
+(<prefix>_qN_correct). `Lesson(path)` reads a solution notebook; `lesson.namespace()` runs its
+setup and givens cells and the solution's answer cells in this process (what a student's
+answer cell sees); `run_hidden(source, values)` runs a hidden test the way the grader does:
+in a fresh namespace holding only the question's answer variables.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import contextlib
+import io
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+REPO = Path(__file__).resolve().parent.parent
+SOLUTIONS = sorted((REPO / "solutions").glob("*/*.ipynb"))
+QUESTION = re.compile(r"^([a-z]+_q\d+[a-z]?)_")
+
+
+def meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+
+
+def strip_delimiters(source: str) -> str:
+    return "\n".join(l for l in source.splitlines()
+                     if not re.match(r"\s*### (BEGIN|END) (SOLUTION|HIDDEN TESTS)", l))
+
+
+def assigned_names(source: str) -> list[str]:
+    names = []
+    for node in ast.parse(source).body:
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+        for t in targets:
+            for n in ast.walk(t):
+                if isinstance(n, ast.Name) and n.id not in names:
+                    names.append(n.id)
+    return names
+
+
+def free_names(source: str) -> set[str]:
+    """Names a cell reads that it neither binds nor imports (nor are builtins)."""
+    tree = ast.parse(source)
+    bound, loaded = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (loaded if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.Lambda)):
+            if isinstance(node, ast.FunctionDef):
+                bound.add(node.name)
+            args = node.args
+            bound.update(a.arg for a in args.posonlyargs + args.args + args.kwonlyargs
+                         + [x for x in (args.vararg, args.kwarg) if x])
+        elif isinstance(node, ast.comprehension):
+            for n in ast.walk(node.target):
+                if isinstance(n, ast.Name):
+                    bound.add(n.id)
+    return loaded - bound - set(dir(builtins))
+
+
+@dataclass
+class Question:
+    key: str                          # e.g. "hello_q5"
+    answer_id: str                    # e.g. "hello_q5_answer"
+    solution: str                     # the answer cell's solution source, no delimiters
+    variables: list[str]              # names the answer cell assigns
+    hidden: dict[str, str] = field(default_factory=dict)   # grade_id -> hidden test source
+
+
+class Lesson:
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.name = self.path.parent.name
+        self.nb = nbformat.read(self.path, as_version=4)
+        self.questions: dict[str, Question] = {}
+        for cell in self.nb.cells:
+            m = meta(cell)
+            gid = m.get("grade_id", "")
+            hit = QUESTION.match(gid)
+            if cell.cell_type != "code" or not hit:
+                continue
+            if m.get("solution") and not m.get("grade"):
+                src = strip_delimiters(cell.source)
+                self.questions[hit.group(1)] = Question(hit.group(1), gid, src, assigned_names(src))
+        for cell in self.nb.cells:
+            gid = meta(cell).get("grade_id", "")
+            if cell.cell_type == "code" and gid.endswith("_correct"):
+                self.questions[QUESTION.match(gid).group(1)].hidden[gid] = cell.source
+
+    def context_cells(self):
+        """Sources, in order, of what runs before a student's answers matter: the locked setup
+        and givens cells (not verify or test cells) and the answer cells (the solution's)."""
+        for cell in self.nb.cells:
+            m = meta(cell)
+            if cell.cell_type != "code" or not m:
+                continue
+            gid = m.get("grade_id", "")
+            if m.get("solution") and not m.get("grade"):
+                yield gid, strip_delimiters(cell.source)
+            elif m.get("locked") and not m.get("grade") and not gid.endswith("_verify"):
+                yield gid, cell.source
+
+    def namespace(self) -> dict:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        ns: dict = {"__name__": "__lesson__"}
+        with contextlib.redirect_stdout(io.StringIO()):
+            for gid, src in self.context_cells():
+                exec(compile(src, f"<{self.name}:{gid}>", "exec"), ns)
+        return ns
+
+    def answers(self, ns: dict, question: Question, source: str | None = None) -> dict:
+        """The question's answer variables after running `source` (default: the solution)."""
+        scope = dict(ns)
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(compile(source if source is not None else question.solution,
+                         f"<{self.name}:{question.answer_id}>", "exec"), scope)
+        return {n: scope[n] for n in question.variables if n in scope}
+
+
+def run_hidden(source: str, values: dict, where: str = "<hidden test>") -> None:
+    """Run a hidden test cell as the grader does: a fresh namespace with only `values`."""
+    ns = {"__name__": "__hidden_test__", **values}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(compile(source, where, "exec"), ns)

@@ -1,0 +1,93 @@
+"""Every graded regime, choice and ratio keeps its answer under the modelling changes of
+course_lib.sensitivity.STANDARD: compute efficiency 0.85, memory efficiency 0.85, activation
+bytes -10% and +10%, capacities read as decimal.
+
+Each hidden test runs with the solution's answers (recorded without any change) while
+course_lib is perturbed through ``course_lib.sensitivity.perturb``: its chips, activation
+bytes and capacities change for the whole cell, so the test really re-solves the question.
+Numbers that are not ratios (intensities, times, bytes, counts) may move with the model and
+are not held to this; a check of a regime, a choice or a ratio must still pass.
+"""
+from __future__ import annotations
+
+import contextlib
+import sys
+
+import pytest
+
+from course_lib.misconceptions import CheckFailed
+from course_lib.sensitivity import STANDARD, perturb
+from lesson_questions import SOLUTIONS, Lesson, run_hidden
+
+pytestmark = pytest.mark.skipif(not SOLUTIONS, reason="no notebooks in solutions/ yet")
+
+LESSONS = {p.parent.name: Lesson(p) for p in SOLUTIONS}
+ROBUST = ("regime", "choice", "ratio")
+
+
+def _label(change: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in change.items())
+
+
+@contextlib.contextmanager
+def every_check_recorded():
+    """Run every check_answer of a cell, recording (name, kind, failure or None) instead of
+    stopping at the first failure."""
+    import course_lib.checks as checks
+
+    seen, original = [], checks.check_answer
+
+    def recording(question, name, spec, truth, **kw):
+        frame = sys._getframe(1)
+        try:
+            original(question, name, spec, truth, namespace={**frame.f_globals, **frame.f_locals}, **kw)
+        except CheckFailed as e:
+            seen.append((name, spec.kind, e))
+        else:
+            seen.append((name, spec.kind, None))
+
+    checks.check_answer = recording
+    try:
+        yield seen
+    finally:
+        checks.check_answer = original
+
+
+@pytest.fixture(scope="module")
+def solution_answers():
+    out = {}
+    for a, lesson in LESSONS.items():
+        ns = lesson.namespace()
+        out[a] = {q.key: lesson.answers(ns, q) for q in lesson.questions.values()}
+    return out
+
+
+@pytest.mark.parametrize("change", STANDARD, ids=[_label(c) for c in STANDARD])
+@pytest.mark.parametrize("a", LESSONS)
+def test_graded_regimes_choices_and_ratios_survive(a, change, solution_answers):
+    lesson = LESSONS[a]
+    checked, flipped = 0, []
+    for q in lesson.questions.values():
+        for gid, src in q.hidden.items():
+            with every_check_recorded() as seen, perturb(**change):
+                run_hidden(src, solution_answers[a][q.key], gid)
+            for name, kind, failure in seen:
+                if kind in ROBUST:
+                    checked += 1
+                    if failure is not None:
+                        flipped.append(f"{gid} {name}: {failure}")
+    assert not flipped, f"{a} under {_label(change)}: " + "; ".join(flipped)
+    assert checked >= 4, f"{a}: only {checked} regime/choice/ratio checks ran"
+
+
+def test_the_checks_see_the_perturbation():
+    """The mechanism is not a no-op: a question whose truth moves with the model does move."""
+    lesson = LESSONS.get("01_hello_roofline")
+    if lesson is None:
+        pytest.skip("lesson 1 not present")
+    ns = lesson.namespace()
+    q = lesson.questions["hello_q2"]                 # the A100's ridge point, a number
+    values = lesson.answers(ns, q)
+    run_hidden(q.hidden["hello_q2_correct"], values)
+    with perturb(compute_efficiency=0.85), pytest.raises(CheckFailed):
+        run_hidden(q.hidden["hello_q2_correct"], values)
