@@ -34,7 +34,7 @@ from .plateaus import find_levels
 from .result import KernelRun, MeasuredHardware, SweepPoint
 from .system import (GiB, KiB, MiB, cache_level_of, cache_sizes, choose_threads, cpu_name,
                      cpu_quota, fmt_bytes, limit_blas_threads, physical_memory, usable_cpus)
-from .timing import time_batched, time_stable
+from .timing import Timing, time_batched, time_stable
 
 BYTES_PER_PASS = 24          # acc += x in fp64: read x, read acc, write acc
 SKEW = 72                    # elements (576 bytes) between the two arrays' 4 KiB alignments
@@ -92,7 +92,7 @@ def make_plan(quick: bool, threads: int, caches) -> Plan:
         # below ~11 KiB the per-pass overhead of the reduce kernel (a few ns) shows
         min_size=11 * KiB + 256,
         max_total=max_total,
-        peak_target_s=0.04 if quick else 0.15,
+        peak_target_s=0.04 if quick else 0.1,
         peak_max_n=2048 if quick else 4096,
         kernel_target_s=0.01 if quick else 0.03,
         vector_n=max(2**20, max_total // 32),
@@ -184,13 +184,20 @@ def measure_sweep(plan: Plan, progress=None) -> list[SweepPoint]:
     try:
         for size in sizes:
             n = size // 16
+            # calibrate: the warm-up call, with the passes the last size's rate suggests, says
+            # how many passes make one timed call last about plan.sweep_target_s
+            passes = max(1, round(plan.sweep_target_s * bw_est / (BYTES_PER_PASS * n)))
+            method = "reduce" if passes >= REDUCE_MIN_PASSES else "loop"
+            t0 = time.perf_counter()
+            team.run(_stream_job(buffers, n_max, n, passes, method))
+            rate = plan.threads * BYTES_PER_PASS * n * passes / (time.perf_counter() - t0)
+            bw_est = rate / plan.threads
             passes = max(1, round(plan.sweep_target_s * bw_est / (BYTES_PER_PASS * n)))
             method = "reduce" if passes >= REDUCE_MIN_PASSES else "loop"
             per_thread = BYTES_PER_PASS * n * passes + (8 * n if method == "reduce" else 0)
             job = _stream_job(buffers, n_max, n, passes, method)
-            t = time_stable(lambda: team.run(job), repeats=plan.repeats, warmup=1)
+            t = time_stable(lambda: team.run(job), repeats=plan.repeats, warmup=0)
             bw = plan.threads * per_thread / t.best
-            bw_est = bw / plan.threads
             points.append(SweepPoint(size, plan.threads, bw, plan.threads * per_thread / t.median,
                                      t.spread, method, passes, len(t.seconds)))
             if progress:
@@ -219,8 +226,9 @@ def warm_up(seconds: float) -> None:
         a @ a
 
 
-def measure_peak(dtype, plan: Plan, caches) -> tuple[KernelRun, int]:
-    """np.matmul at growing n until one call lasts about plan.peak_target_s (or n hits the cap)."""
+def peak_size(dtype, plan: Plan):
+    """(spec, callable) of np.matmul at the n where one call lasts about plan.peak_target_s
+    (n grown from 256; capped at plan.peak_max_n)."""
     n = 256
     while True:
         spec = K.matmul_spec(n, dtype)
@@ -232,14 +240,36 @@ def measure_peak(dtype, plan: Plan, caches) -> tuple[KernelRun, int]:
             fn()
             dt = min(dt, time.perf_counter() - t0)
         if dt >= plan.peak_target_s / 2 or n >= plan.peak_max_n:
-            break
+            return spec, fn
         grow = (plan.peak_target_s / max(dt, 1e-6)) ** (1 / 3)    # time grows as n^3
         n = int(min(plan.peak_max_n, max(2 * n if grow > 2 else n + 128, n * grow) // 128 * 128))
-    timing = time_stable(fn, repeats=plan.repeats, warmup=0)
-    run = _run(spec, timing, 1, plan.threads, caches)
-    key = f"peak_{spec.precision}"
-    return KernelRun(key, f"matmul, n={n} (peak {spec.precision})", run.code, run.precision, run.threads,
-                     run.flops_si, run.bytes_si, timing, 1, run.working_set, run.level), n
+
+
+def measure_peaks(plan: Plan, caches) -> dict:
+    """{precision: (KernelRun, n)} for fp64 and fp32. Their repeats alternate (fp64, fp32,
+    fp64, ...), so a busy spell on the machine hits both alike and their ratio stays honest;
+    a second round of repeats is added when either spread exceeds 50%."""
+    sized = {p: peak_size(dt, plan) for p, dt in (("fp64", np.float64), ("fp32", np.float32))}
+    samples = {p: [] for p in sized}
+    for _ in range(2):
+        this_round = {p: [] for p in sized}
+        for _ in range(plan.repeats):
+            for p, (spec, fn) in sized.items():
+                t0 = time.perf_counter()
+                fn()
+                this_round[p].append(time.perf_counter() - t0)
+        for p, v in this_round.items():
+            samples[p] += v
+        if all(Timing(tuple(v)).spread <= 0.5 for v in this_round.values()):
+            break
+    out = {}
+    for p, (spec, fn) in sized.items():
+        timing = Timing(tuple(samples[p]))
+        run = _run(spec, timing, 1, plan.threads, caches)
+        n = round((spec.flops / 2) ** (1 / 3))
+        out[p] = (KernelRun(f"peak_{p}", f"matmul, n={n} (peak {p})", run.code, run.precision, run.threads,
+                            run.flops_si, run.bytes_si, timing, 1, run.working_set, run.level), n)
+    return out
 
 
 def kernel_specs(plan: Plan) -> list:
@@ -284,8 +314,8 @@ def measure_cpu(quick=None, threads=None, progress=None) -> MeasuredHardware:
         t0 = time.perf_counter()
         say("peak FLOP/s (np.matmul)...")
         warm_up(plan.peak_target_s)
-        peak64, n64 = measure_peak(np.float64, plan, caches)
-        peak32, n32 = measure_peak(np.float32, plan, caches)
+        peaks_run = measure_peaks(plan, caches)
+        (peak64, n64), (peak32, n32) = peaks_run["fp64"], peaks_run["fp32"]
         say(f"  fp64 {peak64.best_flops / 1e9:.1f} GFLOP/s (n={n64}), "
             f"fp32 {peak32.best_flops / 1e9:.1f} GFLOP/s (n={n32})  [{time.perf_counter() - t0:.1f} s]")
         t0 = time.perf_counter()
@@ -346,7 +376,8 @@ def measure_cpu(quick=None, threads=None, progress=None) -> MeasuredHardware:
     how += [f"note: {n}" for n in blas.notes]
     setup = {"threads": threads, "mode": "quick" if quick else "full", "how": how,
              "sweep_desc": (f"sweep of acc += x over working sets, {threads} thread(s) each on its own "
-                            "arrays; bandwidth counts 3 x 8 bytes per element and pass"),
+                            "arrays; bandwidth counts 3 x 8 bytes per element and pass, at each size's "
+                            "fastest repeat"),
              "peak_desc": f"np.matmul of random n x n matrices, {threads} BLAS thread(s)",
              "blas": blas, "cpu": cpu_name(), "plan": plan, "peak_sizes": {"fp64": n64, "fp32": n32}}
     capacity = physical_memory()

@@ -16,7 +16,7 @@ robust on a noisy shared machine and to say plainly what they could not see:
    10% of each other are both kept, with a note that they are not distinct.
 4. **No cache sizes from the OS:** plateaus are found in the data alone -- runs of at least
    ``min_points`` consecutive sizes within ±15% of the run's median -- and named by order:
-   the first "L1", the last "DRAM" if its working set is at least 64 MiB, the others L2, L3.
+   the first "L1", the last "DRAM" if it reaches working sets of 64 MiB, the others L2, L3.
 
 >>> import numpy as np
 >>> from course_lib.measure.system import Cache, CacheInfo
@@ -54,6 +54,11 @@ class Level:
     capacity: float | None   # per-thread share of this cache from the OS (None for DRAM)
     resolved: bool
     note: str = ""
+
+    @property
+    def sizes_text(self) -> str:
+        """The working sets per thread the plateau was read from: '11 KiB..36 KiB'."""
+        return f"{fmt_bytes(self.low)}..{fmt_bytes(self.high)}" if self.points else "none"
 
     def describe(self) -> str:
         cap = f", cache {fmt_bytes(self.capacity)} per thread" if self.capacity else ""
@@ -172,7 +177,7 @@ def _levels_from_data(sizes, bw, min_points):
     if runs:
         names[runs[0]] = "L1"
         last = runs[-1]
-        if len(runs) > 1 and sizes[last[0]] >= 64 * MiB:
+        if len(runs) > 1 and sizes[last[1] - 1] >= 64 * MiB:
             names[last] = "DRAM"
         middle = [r for r in runs if r not in names]
         for lv, r in zip(("L2", "L3"), middle):

@@ -67,9 +67,9 @@ def plot_hierarchical_roofline(hw, precision="fp64", kernels=None, ax=None, titl
     ridge = hw.ridge_point_si(prec)
     ax.axvline(ridge, color=LEVEL_COLORS["DRAM"], ls=":", lw=1)
     ax.annotate(f"DRAM ridge {ridge:.3g} FLOP/byte", (ridge, peak / unit), textcoords="offset points",
-                xytext=(4, 6), fontsize=8, color=LEVEL_COLORS["DRAM"])
-    ax.annotate(f"peak {prec} {_fmt_rate(peak, 'FLOP/s')}", (hi, peak / unit), textcoords="offset points",
-                xytext=(-4, 6), fontsize=8, ha="right")
+                xytext=(4, -12), fontsize=8, color=LEVEL_COLORS["DRAM"])
+    ax.annotate(f"peak {prec} {_fmt_rate(peak, 'FLOP/s')}", (lo, peak / unit), textcoords="offset points",
+                xytext=(4, 4), fontsize=8, ha="left")
     markers = "osD^vP*Xh<>"
     placed = []
     for i, r in enumerate(runs):

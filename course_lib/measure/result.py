@@ -83,7 +83,7 @@ class KernelRun:
     def describe(self) -> str:
         return (f"{self.name:28s} {self.intensity:9.3f} FLOP/B {_fmt_rate(self.achieved_flops, 'FLOP/s'):>14s} "
                 f"{_fmt_rate(self.achieved_bandwidth, 'B/s'):>11s}  {_fmt_t(self.timing.median):>9s} "
-                f"±{self.timing.spread / 2:4.0%}  {self.threads} thr  {self.level}")
+                f"±{self.timing.spread / 2:4.0%}  {self.threads} thr  {fmt_bytes(self.working_set)} in {self.level}")
 
 
 class MeasuredHardware(Hardware):
@@ -169,8 +169,9 @@ class MeasuredHardware(Hardware):
             lines.append(f"  source[{what}]: {src}")
         return "\n".join(lines)
 
-    def report(self) -> str:
-        """Everything: set-up, peaks, levels, the sweep, the kernels, and what was not resolved."""
+    def report(self, kernels: bool = True) -> str:
+        """Everything: set-up, peaks, levels, what was not resolved, and (``kernels=True``) the
+        timed kernels."""
         s = self.setup
         out = [f"{self.name}: measured in {self.wall_time_s:.1f} s ({s['mode']})"]
         out += [f"  {line}" for line in s["how"]]
@@ -192,12 +193,16 @@ class MeasuredHardware(Hardware):
                    f" ({self.sources['memory_bandwidth'].split(':')[0]})")
         for p in self.precisions:
             out.append(f"  ridge point {p}: {self.ridge_point_si(p):.2f} FLOP/byte")
-        out.append("")
-        out.append("Kernels (intensity = FLOPs / bytes counted; achieved FLOP/s and counted bytes/s at "
-                   "the median time; ± half the spread; threads; where the data lives):")
-        for run in self.runs.values():
-            if not run.key.startswith("peak_"):
-                out.append("  " + run.describe())
+        if kernels:
+            out += ["", self.kernel_table()]
+        return "\n".join(out)
+
+    def kernel_table(self, keys=None) -> str:
+        """The timed kernels (`keys` of ``runs``, default all but the peak runs), one per line."""
+        keys = [k for k in self.runs if not k.startswith("peak_")] if keys is None else list(keys)
+        out = ["Kernels (intensity = FLOPs / bytes counted; achieved FLOP/s and counted bytes/s at "
+               "the median time; ± half the spread; threads; working set and where it lives):"]
+        out += ["  " + self.runs[k].describe() for k in keys]
         return "\n".join(out)
 
     def sweep_table(self) -> str:

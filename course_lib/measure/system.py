@@ -161,7 +161,9 @@ def cache_level_of(nbytes: float, caches: CacheInfo | None = None) -> str:
 
     Sizes come from the OS (``cache_sizes()``). Where it reports nothing, the smallest L1 and
     the largest last-level cache of current CPUs are used, which settle 16 KiB (L1) and 1 GiB
-    (DRAM) and nothing in between ("L2/L3").
+    (DRAM) and nothing in between ("L2/L3"). A reported size above ``LARGEST_LLC`` counts as
+    ``LARGEST_LLC``: no core sees more last-level cache than that, and bigger reports are totals
+    over several cache instances (glibc on some many-chiplet CPUs).
 
     >>> cache_level_of(16 * 1024), cache_level_of(2**30)
     ('L1', 'DRAM')
@@ -169,7 +171,7 @@ def cache_level_of(nbytes: float, caches: CacheInfo | None = None) -> str:
     if isinstance(nbytes, bool) or not isinstance(nbytes, (int, float)) or not nbytes > 0:
         raise ValueError(f"nbytes must be a positive number of bytes, got {nbytes!r}.")
     caches = cache_sizes() if caches is None else caches
-    levels = [(c.level, c.size) for c in caches.caches]
+    levels = [(c.level, min(c.size, LARGEST_LLC)) for c in caches.caches]
     if not levels:
         if nbytes <= SMALLEST_L1:
             return "L1"

@@ -56,20 +56,22 @@ def time_repeats(fn, repeats: int = 5, warmup: int = 1) -> Timing:
 
 def time_stable(fn, repeats: int = 5, warmup: int = 1, max_spread: float = 0.5,
                 max_rounds: int = 3) -> Timing:
-    """``time_repeats``, and while the repeats disagree by more than `max_spread` (another
-    process got in the way), up to `max_rounds` rounds in all, their repeats pooled: the
-    median of more samples shrugs off a burst of interference.
+    """``time_repeats``, and while the last round's repeats disagree by more than
+    `max_spread` (another process got in the way), another round, up to `max_rounds` in all,
+    every round's repeats pooled: the median of more samples shrugs off a burst of
+    interference.
 
     >>> t = time_stable(lambda: sum(range(1000)), repeats=3)
     >>> len(t.seconds) in (3, 6, 9)
     True
     """
-    t = time_repeats(fn, repeats=repeats, warmup=warmup)
-    samples = list(t.seconds)
+    last = time_repeats(fn, repeats=repeats, warmup=warmup)
+    samples = list(last.seconds)
     for _ in range(max_rounds - 1):
-        if Timing(tuple(samples)).spread <= max_spread:
+        if last.spread <= max_spread:
             break
-        samples += time_repeats(fn, repeats=repeats, warmup=0).seconds
+        last = time_repeats(fn, repeats=repeats, warmup=0)
+        samples += last.seconds
     return Timing(tuple(samples))
 
 
