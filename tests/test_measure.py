@@ -137,6 +137,19 @@ def test_blas_threads_without_threadpoolctl_follow_the_environment(monkeypatch):
         system.choose_threads(0)
 
 
+def test_threads_that_run_slower_than_one_are_dropped(monkeypatch):
+    from course_lib.measure import cpu
+    monkeypatch.setattr(cpu, "choose_threads", lambda requested: (4 if requested is None else requested,
+                                                                  system.blas_info(), []))
+    monkeypatch.setattr(cpu, "can_limit_blas_threads", lambda: True)
+    monkeypatch.setattr(cpu, "threads_pay_off", lambda t: (False, 3e9, 60e9))
+    threads, _, notes, one = cpu.decide_threads()
+    assert one == 60e9 and threads == 1 and "4 BLAS threads ran slower than one (3 vs 60 GFLOP/s" in notes[0]
+    assert cpu.decide_threads(2)[0] == 2                      # asked for: never second-guessed
+    monkeypatch.setattr(cpu, "threads_pay_off", lambda t: (True, 200e9, 60e9))
+    assert cpu.decide_threads()[0] == 4
+
+
 # ---- bytes and kernels ------------------------------------------------------------------------
 def test_the_numpy_expression_moves_five_arrays_and_the_model_three():
     n = 2**23

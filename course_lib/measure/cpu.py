@@ -32,8 +32,9 @@ from numpy.lib.stride_tricks import as_strided
 from . import kernels as K
 from .plateaus import find_levels
 from .result import KernelRun, MeasuredHardware, SweepPoint
-from .system import (GiB, KiB, MiB, cache_level_of, cache_sizes, choose_threads, cpu_name,
-                     cpu_quota, fmt_bytes, limit_blas_threads, physical_memory, usable_cpus)
+from .system import (GiB, KiB, MiB, cache_level_of, cache_sizes, can_limit_blas_threads,
+                     choose_threads, cpu_name, cpu_quota, fmt_bytes, limit_blas_threads,
+                     physical_memory, usable_cpus)
 from .timing import Timing, time_batched, time_stable
 
 BYTES_PER_PASS = 24          # acc += x in fp64: read x, read acc, write acc
@@ -53,10 +54,12 @@ class Plan:
     min_size: int                # smallest working set per thread
     max_total: int               # largest working set, all threads together
     peak_target_s: float         # one timed matmul call at the peak size
+    peak_min_n: int
     peak_max_n: int
     kernel_target_s: float
     vector_n: int                # elements per vector of the memory-bound kernels
     matmul_sizes: tuple
+    budget_s: float              # past this, no extra rounds of repeats (a busy machine)
 
     def describe(self) -> str:
         return (f"{'quick' if self.quick else 'full'} mode: {self.repeats} timed repeats after 1 warm-up; "
@@ -93,10 +96,12 @@ def make_plan(quick: bool, threads: int, caches) -> Plan:
         min_size=11 * KiB + 256,
         max_total=max_total,
         peak_target_s=0.04 if quick else 0.1,
+        peak_min_n=640 if quick else 1024,
         peak_max_n=2048 if quick else 4096,
         kernel_target_s=0.01 if quick else 0.03,
         vector_n=max(2**20, max_total // 32),
         matmul_sizes=(64, 256, 1024),
+        budget_s=5.0 if quick else 15.0,
     )
 
 
@@ -171,7 +176,7 @@ def sweep_sizes(plan: Plan) -> list[int]:
     return sorted({int(s // 128 * 128) for s in sizes})
 
 
-def measure_sweep(plan: Plan, progress=None) -> list[SweepPoint]:
+def measure_sweep(plan: Plan, progress=None, deadline=None) -> list[SweepPoint]:
     sizes = sweep_sizes(plan)
     n_max = -(-sizes[-1] // 16 // 512) * 512    # whole 4 KiB pages, so SKEW sets the offset
     team = _Team(plan.threads)
@@ -196,7 +201,7 @@ def measure_sweep(plan: Plan, progress=None) -> list[SweepPoint]:
             method = "reduce" if passes >= REDUCE_MIN_PASSES else "loop"
             per_thread = BYTES_PER_PASS * n * passes + (8 * n if method == "reduce" else 0)
             job = _stream_job(buffers, n_max, n, passes, method)
-            t = time_stable(lambda: team.run(job), repeats=plan.repeats, warmup=0)
+            t = time_stable(lambda: team.run(job), repeats=plan.repeats, warmup=0, deadline=deadline)
             bw = plan.threads * per_thread / t.best
             points.append(SweepPoint(size, plan.threads, bw, plan.threads * per_thread / t.median,
                                      t.spread, method, passes, len(t.seconds)))
@@ -218,6 +223,46 @@ def _label(spec) -> str:
     return spec.label if spec.precision == "fp64" else f"{spec.label} ({spec.precision})"
 
 
+def threads_pay_off(threads: int, n: int = 384, calls: int = 5) -> tuple[bool, float, float]:
+    """(whether `threads` BLAS threads beat one, rate with `threads`, rate with one), from the
+    fastest of a few n×n fp64 matmuls each way. On a machine whose CPUs other programs keep
+    busy, threads that must wait for each other at every step can run many times slower than
+    one thread alone; then the measurement is better made with one."""
+    a, b = np.ones((n, n)), np.ones((n, n))
+    c = np.empty((n, n))
+
+    def best():
+        np.matmul(a, b, out=c)
+        t = float("inf")
+        for _ in range(calls):
+            t0 = time.perf_counter()
+            np.matmul(a, b, out=c)
+            t = min(t, time.perf_counter() - t0)
+        return 2 * n**3 / t
+
+    with limit_blas_threads(1):
+        one = best()
+    with limit_blas_threads(threads):
+        many = best()
+    return many > one, many, one
+
+
+def decide_threads(requested=None):
+    """(threads, BlasInfo, notes, one-thread fp64 rate or None): `requested`, else the BLAS's
+    own count capped by a CPU quota (``choose_threads``), cut to 1 when that many threads run
+    slower than one."""
+    threads, blas, notes = choose_threads(requested)
+    one = None
+    if requested is None and threads > 1 and can_limit_blas_threads():
+        ok, many, one = threads_pay_off(threads)
+        if not ok:
+            notes.append(f"{threads} BLAS threads ran slower than one ({many / 1e9:.3g} vs {one / 1e9:.3g} "
+                         f"GFLOP/s on a 384x384 matmul): other programs are using the CPUs, so this "
+                         f"measurement uses 1 thread")
+            threads = 1
+    return threads, blas, notes, one
+
+
 def warm_up(seconds: float) -> None:
     """Run small matmuls for `seconds`: BLAS threads start, clocks ramp up, before timing."""
     a = np.ones((256, 256))
@@ -228,8 +273,10 @@ def warm_up(seconds: float) -> None:
 
 def peak_size(dtype, plan: Plan):
     """(spec, callable) of np.matmul at the n where one call lasts about plan.peak_target_s
-    (n grown from 256; capped at plan.peak_max_n)."""
-    n = 256
+    (n grown from plan.peak_min_n, capped at plan.peak_max_n). The floor keeps calls big: a
+    small matmul synchronises its threads more often per FLOP, and on a busy machine every
+    synchronisation can wait for a thread the OS has put aside."""
+    n = plan.peak_min_n
     while True:
         spec = K.matmul_spec(n, dtype)
         fn = spec.make()
@@ -245,22 +292,26 @@ def peak_size(dtype, plan: Plan):
         n = int(min(plan.peak_max_n, max(2 * n if grow > 2 else n + 128, n * grow) // 128 * 128))
 
 
-def measure_peaks(plan: Plan, caches) -> dict:
+def measure_peaks(plan: Plan, caches, deadline=None) -> dict:
     """{precision: (KernelRun, n)} for fp64 and fp32. Their repeats alternate (fp64, fp32,
     fp64, ...), so a busy spell on the machine hits both alike and their ratio stays honest;
-    a second round of repeats is added when either spread exceeds 50%."""
+    a second round of repeats is added when either spread exceeds 50%. Past `deadline` (a
+    perf_counter value) no more repeats start once each precision has 3."""
     sized = {p: peak_size(dt, plan) for p, dt in (("fp64", np.float64), ("fp32", np.float32))}
     samples = {p: [] for p in sized}
     for _ in range(2):
         this_round = {p: [] for p in sized}
-        for _ in range(plan.repeats):
+        for r in range(plan.repeats):
+            if r >= 3 and deadline is not None and time.perf_counter() > deadline:
+                break
             for p, (spec, fn) in sized.items():
                 t0 = time.perf_counter()
                 fn()
                 this_round[p].append(time.perf_counter() - t0)
         for p, v in this_round.items():
             samples[p] += v
-        if all(Timing(tuple(v)).spread <= 0.5 for v in this_round.values()):
+        if all(Timing(tuple(v)).spread <= 0.5 for v in this_round.values()) or (
+                deadline is not None and time.perf_counter() > deadline):
             break
     out = {}
     for p, (spec, fn) in sized.items():
@@ -280,11 +331,11 @@ def kernel_specs(plan: Plan) -> list:
     return specs
 
 
-def measure_kernels(plan: Plan, caches, progress=None) -> dict:
+def measure_kernels(plan: Plan, caches, progress=None, deadline=None) -> dict:
     runs = {}
     for spec in kernel_specs(plan):
         fn = spec.make()
-        timing, calls = time_batched(fn, plan.kernel_target_s, repeats=plan.repeats)
+        timing, calls = time_batched(fn, plan.kernel_target_s, repeats=plan.repeats, deadline=deadline)
         threads = plan.threads if spec.threads == "BLAS" else 1
         runs[spec.key] = _run(spec, timing, calls, threads, caches)
         del fn
@@ -304,7 +355,7 @@ def measure_cpu(quick=None, threads=None, progress=None) -> MeasuredHardware:
     """
     t_start = time.perf_counter()
     quick = want_quick(quick)
-    threads, blas, notes = choose_threads(threads)
+    threads, blas, thread_notes, one_thread = decide_threads(threads)
     caches = cache_sizes()
     plan = make_plan(quick, threads, caches)
     say = progress or (lambda line: None)
@@ -314,25 +365,36 @@ def measure_cpu(quick=None, threads=None, progress=None) -> MeasuredHardware:
         t0 = time.perf_counter()
         say("peak FLOP/s (np.matmul)...")
         warm_up(plan.peak_target_s)
-        peaks_run = measure_peaks(plan, caches)
+        # soft deadlines: on a machine so busy that every round is noisy, stop adding rounds
+        peaks_run = measure_peaks(plan, caches, deadline=t_start + 0.35 * plan.budget_s)
+    if one_thread and min(r.best_flops for r, _ in peaks_run.values()) < one_thread:
+        # the machine got busier since the check: the threads' peaks came out below what one
+        # thread did a moment ago; measure everything with one thread instead
+        thread_notes.append(f"with {threads} threads the peaks came out below one thread's "
+                            f"{one_thread / 1e9:.3g} GFLOP/s (other programs are using the CPUs): "
+                            "measured with 1 thread")
+        threads = 1
+        plan = make_plan(quick, 1, caches)
+        with limit_blas_threads(1):
+            peaks_run = measure_peaks(plan, caches, deadline=time.perf_counter() + 0.35 * plan.budget_s)
+    with limit_blas_threads(threads):
         (peak64, n64), (peak32, n32) = peaks_run["fp64"], peaks_run["fp32"]
         say(f"  fp64 {peak64.best_flops / 1e9:.1f} GFLOP/s (n={n64}), "
             f"fp32 {peak32.best_flops / 1e9:.1f} GFLOP/s (n={n32})  [{time.perf_counter() - t0:.1f} s]")
         t0 = time.perf_counter()
         say("bandwidth sweep (acc += x)...")
-        sweep = measure_sweep(plan, progress)
+        sweep = measure_sweep(plan, progress, deadline=t_start + 0.7 * plan.budget_s)
         say(f"  [{time.perf_counter() - t0:.1f} s]")
         t0 = time.perf_counter()
         say("kernels...")
         runs = {"peak_fp64": peak64, "peak_fp32": peak32}
-        runs.update(measure_kernels(plan, caches, progress))
+        runs.update(measure_kernels(plan, caches, progress, deadline=t_start + plan.budget_s))
         say(f"  [{time.perf_counter() - t0:.1f} s]")
 
     sizes = np.array([p.size for p in sweep], dtype=float)
     bws = np.array([p.bandwidth for p in sweep])
-    levels, level_notes = find_levels(sizes, bws, caches, threads, min_points=2)
+    levels, notes = find_levels(sizes, bws, caches, threads, min_points=2)
     levels = {lv.name: lv for lv in levels}
-    notes += level_notes
 
     # Peak: the fastest repeat among the matmuls of that precision (the peak-size run usually).
     peaks, peak_from = {}, {}
@@ -352,12 +414,13 @@ def measure_cpu(quick=None, threads=None, progress=None) -> MeasuredHardware:
                   f"({fmt_bytes(sizes[-2])}, {fmt_bytes(sizes[-1])} per thread), since the DRAM "
                   f"plateau was not resolved ({dram.note}); if those still fit a cache, main memory is slower")
     bw_src += (f"; kernel acc += x (numpy, fp64, 24 bytes per element and pass), {threads} thread(s), "
-               f"{plan.repeats} or more timed calls after a warm-up")
+               f"at least 3 timed calls ({plan.repeats} on a quiet machine) after a warm-up")
     today = datetime.date.today().isoformat()
     sources = {
         "peak_flops": (f"measured {today}: np.matmul of random n x n matrices through {blas.library} "
                        f"{blas.version} on {threads} thread(s), 2n^3 FLOPs per call, the fastest of "
-                       f"{plan.repeats} or more timed calls after a warm-up, best over the sizes timed: "
+                       f"at least 3 timed calls ({plan.repeats} on a quiet machine) after a warm-up, "
+                       f"best over the sizes timed: "
                        + ", ".join(f"{p} at n={_n(peak_from[p])}" for p in peaks)),
         "memory_bandwidth": bw_src,
         "memory_capacity": "physical memory reported by the OS (sysconf)",
@@ -373,7 +436,7 @@ def measure_cpu(quick=None, threads=None, progress=None) -> MeasuredHardware:
         how.append("quick mode: " + ("nbgrader is running this notebook; grades never depend on "
                                      "these timings" if os.environ.get("NBGRADER_EXECUTION") else
                                      "fewer sizes and repeats than the full measurement"))
-    how += [f"note: {n}" for n in blas.notes]
+    how += [f"note: {n}" for n in blas.notes + thread_notes]
     setup = {"threads": threads, "mode": "quick" if quick else "full", "how": how,
              "sweep_desc": (f"sweep of acc += x over working sets, {threads} thread(s) each on its own "
                             "arrays; bandwidth counts 3 x 8 bytes per element and pass, at each size's "

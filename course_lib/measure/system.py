@@ -313,6 +313,16 @@ def blas_info() -> BlasInfo:
                     "numpy's build config; threads assumed = usable CPUs (install threadpoolctl to read them)")
 
 
+def can_limit_blas_threads() -> bool:
+    """Whether numpy's BLAS threads can be set at run time (threadpoolctl is installed)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("threadpoolctl") is not None
+    except (ValueError, AttributeError):   # set to None in sys.modules: treated as missing
+        return False
+
+
 def limit_blas_threads(threads: int):
     """A context manager that runs numpy's BLAS with `threads` threads (threadpoolctl), or a
     no-op context if threadpoolctl is not installed."""

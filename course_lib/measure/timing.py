@@ -55,11 +55,12 @@ def time_repeats(fn, repeats: int = 5, warmup: int = 1) -> Timing:
 
 
 def time_stable(fn, repeats: int = 5, warmup: int = 1, max_spread: float = 0.5,
-                max_rounds: int = 3) -> Timing:
+                max_rounds: int = 3, deadline: float | None = None) -> Timing:
     """``time_repeats``, and while the last round's repeats disagree by more than
     `max_spread` (another process got in the way), another round, up to `max_rounds` in all,
     every round's repeats pooled: the median of more samples shrugs off a burst of
-    interference.
+    interference. No extra round starts after `deadline` (a ``time.perf_counter()`` value):
+    on a machine so busy that every round is noisy, more rounds would only take longer.
 
     >>> t = time_stable(lambda: sum(range(1000)), repeats=3)
     >>> len(t.seconds) in (3, 6, 9)
@@ -68,7 +69,7 @@ def time_stable(fn, repeats: int = 5, warmup: int = 1, max_spread: float = 0.5,
     last = time_repeats(fn, repeats=repeats, warmup=warmup)
     samples = list(last.seconds)
     for _ in range(max_rounds - 1):
-        if last.spread <= max_spread:
+        if last.spread <= max_spread or (deadline is not None and time.perf_counter() > deadline):
             break
         last = time_repeats(fn, repeats=repeats, warmup=0)
         samples += last.seconds
@@ -84,7 +85,7 @@ def calls_for(fn, target_s: float, cap: int = 1 << 20) -> int:
     return int(min(cap, max(1, round(target_s / one))))
 
 
-def time_batched(fn, target_s: float, repeats: int = 5) -> tuple[Timing, int]:
+def time_batched(fn, target_s: float, repeats: int = 5, deadline: float | None = None) -> tuple[Timing, int]:
     """Median-of-repeats timing (``time_stable``) of a fast call: each repeat runs `fn`
     enough times in a row to last about `target_s`. Returns (Timing per call, calls per repeat)."""
     n = calls_for(fn, target_s)
@@ -93,5 +94,5 @@ def time_batched(fn, target_s: float, repeats: int = 5) -> tuple[Timing, int]:
         for _ in range(n):
             fn()
 
-    t = time_stable(batch, repeats=repeats, warmup=0)
+    t = time_stable(batch, repeats=repeats, warmup=0, deadline=deadline)
     return Timing(tuple(s / n for s in t.seconds)), n
