@@ -375,3 +375,94 @@ def test_under_the_graders_conditions_the_answers_are_the_same():
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.split() == ["memory-bound", "compute-bound", "L1", "DRAM", "A100"]
     assert "sysfs" not in p.stderr
+
+
+# ---- the GPU path's logic, on a stand-in for PyTorch --------------------------------------------
+def fake_torch():
+    """A tiny stand-in for the parts of PyTorch that course_lib.measure.gpu calls, on numpy:
+    enough to run the GPU measurement's logic (sizing, sweep, levels, report) on a CPU-only
+    machine. Its 'GPU' does no arithmetic, so its figures mean nothing."""
+    import contextlib
+    import time
+    import types
+
+    class Tensor(np.ndarray):
+        def element_size(self):
+            return self.itemsize
+
+        def add_(self, other, alpha=1.0):
+            return self
+
+    def tensor(shape, dtype):
+        return np.empty(shape, dtype=dtype).view(Tensor)
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            self.t = None
+
+        def record(self):
+            self.t = time.perf_counter()
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, end):
+            return (end.t - self.t) * 1e3 + 1e-3        # ms; never zero
+
+    class Graph:
+        def replay(self):
+            pass
+
+    props = types.SimpleNamespace(name="Fake GPU", multi_processor_count=4, L2_cache_size=4 * MiB,
+                                  major=9, minor=0)
+    cuda = types.SimpleNamespace(
+        is_available=lambda: True, device_count=lambda: 1, get_device_name=lambda i=0: "Fake GPU",
+        set_device=lambda d: None, get_device_properties=lambda d: props,
+        mem_get_info=lambda d=None: (256 * MiB, 512 * MiB), synchronize=lambda: None,
+        empty_cache=lambda: None, Event=Event, Stream=lambda: types.SimpleNamespace(wait_stream=lambda s: None),
+        current_stream=lambda: types.SimpleNamespace(wait_stream=lambda s: None),
+        stream=lambda s: contextlib.nullcontext(), CUDAGraph=Graph, graph=lambda g: contextlib.nullcontext())
+    t = types.ModuleType("torch")
+    t.__version__, t.version = "0.0-fake", types.SimpleNamespace(cuda="0.0")
+    t.cuda = cuda
+    t.backends = types.SimpleNamespace(cuda=types.SimpleNamespace(matmul=types.SimpleNamespace(allow_tf32=False)),
+                                       cudnn=types.SimpleNamespace(allow_tf32=False))
+    t.float64, t.float32, t.float16, t.bfloat16 = np.float64, np.float32, np.float16, np.float32
+    t.device = lambda kind, index=0: (kind, index)
+    t.randn = lambda *shape, device=None, dtype=np.float32: tensor(shape, dtype)
+    t.empty = t.randn
+    t.ones = t.zeros = lambda n, device=None, dtype=np.float32: tensor((n,), dtype)
+    t.full = lambda shape, value, device=None, dtype=np.float32: tensor(shape, dtype)
+    t.matmul = lambda a, b, out=None: out
+    t.dot = lambda x, y: 0.0
+    t.add = lambda x, y, out=None: out
+    return t
+
+
+def test_the_gpu_measurement_runs_end_to_end_on_a_stand_in(monkeypatch):
+    from course_lib.measure import gpu
+    monkeypatch.setitem(sys.modules, "torch", fake_torch())
+    assert gpu.gpu_available() == (True, "Fake GPU")
+    hw = gpu.measure_gpu(quick=True)
+    assert isinstance(hw, Hardware) and hw.kind == "gpu"
+    assert hw.precisions == ("fp64", "fp32", "tf32", "fp16", "bf16")
+    assert set(hw.levels) == set(LEVELS)
+    assert not hw.levels["L1"].resolved and "cannot target" in hw.levels["L1"].note
+    assert {"dot", "axpy", "add", "matmul_256", "matmul_8192"} <= set(hw.runs)
+    assert [p.method for p in hw.sweep][:1] == ["CUDA graph"]
+    text = hw.report()
+    assert "Fake GPU" in text and "torch.matmul" in text
+    import matplotlib
+    matplotlib.use("Agg")
+    hw.plot(precision="fp16")
+    hw.plot_sweep()
+    assert solve(matmul(4096, 4096, 4096), hw, precision="fp16").latency_si > 0
+
+
+def test_the_cli_gpu_path_on_a_stand_in(monkeypatch, tmp_path, capsys):
+    from course_lib.measure.__main__ import main
+    monkeypatch.setitem(sys.modules, "torch", fake_torch())
+    assert main(["--gpu", "--quick", "--sweep", "--plot", str(tmp_path / "gpu")]) == 0
+    out = capsys.readouterr().out
+    assert "Fake GPU (measured)" in out and "ridge point fp16" in out
+    assert (tmp_path / "gpu_roofline.png").stat().st_size > 0 and (tmp_path / "gpu_sweep.png").exists()

@@ -367,7 +367,7 @@ def measure_cpu(quick=None, threads=None, progress=None) -> MeasuredHardware:
         warm_up(plan.peak_target_s)
         # soft deadlines: on a machine so busy that every round is noisy, stop adding rounds
         peaks_run = measure_peaks(plan, caches, deadline=t_start + 0.35 * plan.budget_s)
-    if one_thread and min(r.best_flops for r, _ in peaks_run.values()) < one_thread:
+    if threads > 1 and one_thread and min(r.best_flops for r, _ in peaks_run.values()) < one_thread:
         # the machine got busier since the check: the threads' peaks came out below what one
         # thread did a moment ago; measure everything with one thread instead
         thread_notes.append(f"with {threads} threads the peaks came out below one thread's "
