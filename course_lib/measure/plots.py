@@ -39,6 +39,11 @@ def plot_hierarchical_roofline(hw, precision="fp64", kernels=None, ax=None, titl
     kernels -- keys of ``hw.runs`` to place (default: every timed kernel of `precision`
                except the peak runs)
     Returns ``(fig, ax)``.
+
+    >>> from course_lib.measure.result import example
+    >>> fig, ax = plot_hierarchical_roofline(example(), kernels=["dot"])
+    >>> [t.get_text() for t in ax.get_legend().get_texts()][:2]
+    ['L1: 200 GB/s', 'L2: 100 GB/s']
     """
     prec = normalize(precision)
     fig, ax = _axes(ax)

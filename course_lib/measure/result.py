@@ -19,7 +19,13 @@ from .timing import Timing
 
 @dataclass(frozen=True)
 class SweepPoint:
-    """One working-set size of the bandwidth sweep."""
+    """One working-set size of the bandwidth sweep.
+
+    >>> p = SweepPoint(size=65536, threads=2, bandwidth=2e11, median_bandwidth=1.8e11,
+    ...                spread=0.1, method="reduce", passes=1000, repeats=5)
+    >>> p.total                                   # bytes, both threads' arrays together
+    131072
+    """
 
     size: float              # working set per thread (bytes): the two arrays x and acc
     threads: int
@@ -42,6 +48,10 @@ class KernelRun:
 
     Has ``flops_si``, ``bytes_si`` and ``latency_si`` (the median time), so
     ``plot_roofline(mine, workloads=[("dot", run)])`` places it on a roofline.
+
+    >>> run = example().runs["dot"]
+    >>> run.intensity, round(run.achieved_flops / 1e9, 2)      # FLOP/byte, GFLOP/s at the median
+    (0.125, 2.5)
     """
 
     key: str
