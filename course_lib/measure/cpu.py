@@ -39,6 +39,7 @@ from .timing import Timing, time_batched, time_stable
 
 BYTES_PER_PASS = 24          # acc += x in fp64: read x, read acc, write acc
 SKEW = 72                    # elements (576 bytes) between the two arrays' 4 KiB alignments
+WINDOW_MIN = 2**16           # elements (512 KiB of fp64) in one window of a "window" call
 REDUCE_MIN_PASSES = 16       # below this, the zero-fill of acc by np.add.reduce is > 2% of the traffic
 
 
@@ -89,16 +90,18 @@ def make_plan(quick: bool, threads: int, caches) -> Plan:
     max_total = int(min(cap, max(256 * MiB, 4 * l3)))
     return Plan(
         quick=quick, threads=threads,
-        repeats=3 if quick else 5,
-        sweep_target_s=0.0015 if quick else 0.004,
+        repeats=4 if quick else 7,
+        # short timed calls: on a busy machine the OS preempts a process every few ms, and a
+        # call that fits between preemptions measures the machine, not its other users
+        sweep_target_s=0.001 if threads == 1 else 0.002,
         per_octave=2 if quick else 3,
         # below ~11 KiB the per-pass overhead of the reduce kernel (a few ns) shows
         min_size=11 * KiB + 256,
         max_total=max_total,
-        peak_target_s=0.04 if quick else 0.1,
-        peak_min_n=640 if quick else 1024,
+        peak_target_s=0.015 if quick else 0.03,
+        peak_min_n=512 if quick else 768,
         peak_max_n=2048 if quick else 4096,
-        kernel_target_s=0.01 if quick else 0.03,
+        kernel_target_s=0.005 if quick else 0.01,
         vector_n=max(2**20, max_total // 32),
         matmul_sizes=(64, 256, 1024),
         budget_s=5.0 if quick else 15.0,
@@ -152,20 +155,58 @@ class _Team:
                 w.join()
 
 
-def _stream_job(buffers, n_max, n, passes, method):
-    """The job for one sweep point: on worker i, stream acc += x `passes` times."""
+def _stream_job(buffers, n_max, n, how):
+    """The job for one sweep point: worker i streams acc += x over its own arrays of n
+    elements, as `how` (a ``_Stream``) says."""
+    state = [0] * len(buffers)
+
     def job(i):
         buf = buffers[i]
         # acc starts 576 bytes past a multiple of 4 KiB from x: x[i] and acc[i] at the same
         # offset modulo 4 KiB would make the core stall on false load/store dependencies
         x, acc = buf[:n], buf[n_max + SKEW:n_max + SKEW + n]
-        if method == "reduce":
-            rows = as_strided(x, (passes, n), (0, x.itemsize), writeable=False)
+        if how.method == "reduce":
+            rows = as_strided(x, (how.passes, n), (0, x.itemsize), writeable=False)
             np.add.reduce(rows, axis=0, out=acc)       # acc = 0 + x + x + ... (one C loop)
-        else:
-            for _ in range(passes):
+        elif how.method == "loop":
+            for _ in range(how.passes):
                 np.add(acc, x, out=acc)
+        else:                                          # "window": the next slice, round robin
+            lo = (state[i] % how.windows) * how.chunk
+            state[i] += 1
+            np.add(acc[lo:lo + how.chunk], x[lo:lo + how.chunk], out=acc[lo:lo + how.chunk])
     return job
+
+
+@dataclass(frozen=True)
+class _Stream:
+    """How one timed call streams a working set of n elements per array and thread:
+    "reduce" -- one numpy call re-reads both arrays `passes` times (cache-sized sets);
+    "loop"   -- `passes` calls of np.add over the whole arrays;
+    "window" -- one np.add over the next of `windows` slices of `chunk` elements, in turn, so a
+                call stays short (a busy OS preempts long ones) while the data cycled through,
+                and so evicted from the caches between visits, is the whole working set."""
+
+    method: str
+    passes: int
+    chunk: int
+    windows: int
+
+    def bytes_per_thread(self, n: int) -> int:
+        if self.method == "window":
+            return BYTES_PER_PASS * self.chunk
+        return BYTES_PER_PASS * n * self.passes + (8 * n if self.method == "reduce" else 0)
+
+    @staticmethod
+    def plan(n: int, target_s: float, rate: float) -> "_Stream":
+        """The way to stream n elements in about target_s at `rate` bytes/s per thread."""
+        elements = target_s * rate / BYTES_PER_PASS
+        if elements >= REDUCE_MIN_PASSES * n:
+            return _Stream("reduce", int(round(elements / n)), n, 1)
+        if elements >= n / 2 or n < 4 * WINDOW_MIN:
+            return _Stream("loop", max(1, int(round(elements / n))), n, 1)
+        chunk = max(WINDOW_MIN, int(elements) // 512 * 512)
+        return _Stream("window", 1, chunk, max(2, n // chunk))
 
 
 def sweep_sizes(plan: Plan) -> list[int]:
@@ -189,22 +230,24 @@ def measure_sweep(plan: Plan, progress=None, deadline=None) -> list[SweepPoint]:
     try:
         for size in sizes:
             n = size // 16
-            # calibrate: the warm-up call, with the passes the last size's rate suggests, says
-            # how many passes make one timed call last about plan.sweep_target_s
-            passes = max(1, round(plan.sweep_target_s * bw_est / (BYTES_PER_PASS * n)))
-            method = "reduce" if passes >= REDUCE_MIN_PASSES else "loop"
+            # calibrate: a warm-up call, planned with the last size's rate, measures this
+            # size's rate; the timed calls are planned from it to last about sweep_target_s
+            how = _Stream.plan(n, plan.sweep_target_s, bw_est)
+            job = _stream_job(buffers, n_max, n, how)
+            if how.method == "window":
+                for _ in range(how.windows):       # one full round: the whole set paged in
+                    team.run(job)
             t0 = time.perf_counter()
-            team.run(_stream_job(buffers, n_max, n, passes, method))
-            rate = plan.threads * BYTES_PER_PASS * n * passes / (time.perf_counter() - t0)
-            bw_est = rate / plan.threads
-            passes = max(1, round(plan.sweep_target_s * bw_est / (BYTES_PER_PASS * n)))
-            method = "reduce" if passes >= REDUCE_MIN_PASSES else "loop"
-            per_thread = BYTES_PER_PASS * n * passes + (8 * n if method == "reduce" else 0)
-            job = _stream_job(buffers, n_max, n, passes, method)
+            team.run(job)
+            bw_est = how.bytes_per_thread(n) / (time.perf_counter() - t0)
+            how = _Stream.plan(n, plan.sweep_target_s, bw_est)
+            job = _stream_job(buffers, n_max, n, how)
+            per_thread = how.bytes_per_thread(n)
             t = time_stable(lambda: team.run(job), repeats=plan.repeats, warmup=0, deadline=deadline)
             bw = plan.threads * per_thread / t.best
+            passes = how.passes if how.method != "window" else how.windows
             points.append(SweepPoint(size, plan.threads, bw, plan.threads * per_thread / t.median,
-                                     t.spread, method, passes, len(t.seconds)))
+                                     t.spread, how.method, passes, len(t.seconds)))
             if progress:
                 progress(f"  {fmt_bytes(size):>8s} per thread: {bw / 1e9:7.1f} GB/s")
     finally:

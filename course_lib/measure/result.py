@@ -32,8 +32,8 @@ class SweepPoint:
     bandwidth: float         # B/s, all threads together, at the fastest repeat
     median_bandwidth: float  # B/s at the median repeat
     spread: float            # (max - min) / median of the repeats' times
-    method: str              # "reduce" (one numpy call re-reads the arrays R times) or "loop"
-    passes: int              # R: times each array is streamed per timed call
+    method: str              # "reduce" (one numpy call re-reads the arrays R times), "loop", "window"
+    passes: int              # R: times each array is streamed per call (windows, for "window")
     repeats: int             # timed repeats (more when the first ones disagreed)
 
     @property
@@ -221,7 +221,9 @@ class MeasuredHardware(Hardware):
                 f"  kernel x passes, repeats"]
         for p in self.sweep:
             rows.append(f"{fmt_bytes(p.size):>11s} {fmt_bytes(p.total):>11s} {p.bandwidth / 1e9:9.1f} "
-                        f"{p.median_bandwidth / 1e9:8.1f} {p.spread:7.0%}  {p.method} x{p.passes}, {p.repeats}")
+                        f"{p.median_bandwidth / 1e9:8.1f} {p.spread:7.0%}  "
+                        + (f"window: 1 of {p.passes} per call" if p.method == "window" else f"{p.method} x{p.passes}")
+                        + f", {p.repeats}")
         return "\n".join(rows)
 
     def __repr__(self):
