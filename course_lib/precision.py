@@ -4,6 +4,7 @@ from __future__ import annotations
 from .errors import PrecisionError, unknown_name
 
 BYTES_PER_ELEMENT = {
+    "fp64": 8.0,  # CPUs (and HPC GPUs) in double precision: lesson 5 measures it
     "fp32": 4.0,
     "tf32": 4.0,  # stored as fp32; only the tensor-core math is reduced
     "fp16": 2.0,
@@ -18,7 +19,7 @@ INTEGER_PRECISIONS = ("int8", "int4")     # their peaks are in TOPS, not TFLOP/s
 # 16- and 32-bit floats: attention and the KV cache run in these unless told otherwise
 WIDE_FLOATS = ("fp32", "tf32", "fp16", "bf16")
 
-_ALIASES = {"float32": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16",
+_ALIASES = {"float64": "fp64", "double": "fp64", "float32": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16",
             "float8": "fp8", "w8": "int8", "w4": "int4"}
 
 
@@ -40,7 +41,7 @@ def normalize(precision: str, what: str = "precision") -> str:
 def bytes_per_element(precision: str) -> float:
     """Bytes one element takes.
 
-    >>> bytes_per_element("fp16"), bytes_per_element("int4")
-    (2.0, 0.5)
+    >>> bytes_per_element("fp16"), bytes_per_element("int4"), bytes_per_element("float64")
+    (2.0, 0.5, 8.0)
     """
     return BYTES_PER_ELEMENT[normalize(precision)]

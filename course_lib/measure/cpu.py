@@ -1,0 +1,498 @@
+"""The empirical roofline of this CPU, with numpy: peaks, memory levels, kernels.
+
+Three measurements, each timed over repeats after a warm-up. Interference from other
+processes can only make a run slower, never faster, so the **ceilings** (peaks, level
+bandwidths) take the fastest repeat -- what the machine showed it can do -- while each figure
+also keeps its median and spread, and the **kernels** are placed at their median:
+
+* **Peak FLOP/s**, fp64 and fp32: ``np.matmul`` of random n×n matrices through numpy's BLAS,
+  on all its threads, n grown until one call lasts long enough to time well.
+* **Bandwidth of each memory level**: a sweep of working-set sizes through the streaming
+  kernel ``acc += x`` (read x, read acc, write acc: 24 bytes per fp64 element and pass), run by
+  every thread on arrays of its own. For cache-sized arrays one numpy call re-reads them R
+  times (``np.add.reduce`` over a stride-0 view: no Python overhead per pass); larger ones
+  loop over ``np.add(acc, x, out=acc)``. ``plateaus.py`` turns the curve into L1/L2/L3/DRAM.
+* **Kernels of known intensity** (``kernels.py``): dot, axpy, an elementwise add at three
+  sizes, matmul at three sizes, timed as a student would run them.
+
+The whole run takes a few seconds (``python -m course_lib.measure`` prints it). Under nbgrader
+(``NBGRADER_EXECUTION`` set) or with ``quick=True`` it is shorter: fewer sizes and repeats.
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from . import kernels as K
+from .plateaus import find_levels
+from .result import KernelRun, MeasuredHardware, SweepPoint
+from .system import (GiB, KiB, MiB, cache_level_of, cache_sizes, can_limit_blas_threads,
+                     choose_threads, cpu_name, cpu_quota, fmt_bytes, limit_blas_threads,
+                     physical_memory, usable_cpus)
+from .timing import Timing, time_batched, time_stable
+
+BYTES_PER_PASS = 24          # acc += x in fp64: read x, read acc, write acc
+SKEW = 72                    # elements (576 bytes) between the two arrays' 4 KiB alignments
+WINDOW_MIN = 2**16           # elements (512 KiB of fp64) in one window of a "window" call
+REDUCE_MIN_PASSES = 16       # below this, the zero-fill of acc by np.add.reduce is > 2% of the traffic
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Sizes, repeats and time targets of one measurement."""
+
+    quick: bool
+    threads: int
+    repeats: int
+    sweep_target_s: float        # one timed sweep call
+    per_octave: int              # sweep sizes per doubling
+    min_size: int                # smallest working set per thread
+    max_total: int               # largest working set, all threads together
+    peak_target_s: float         # one timed matmul call at the peak size
+    peak_min_n: int
+    peak_max_n: int
+    kernel_target_s: float
+    vector_n: int                # elements per vector of the memory-bound kernels
+    matmul_sizes: tuple
+    budget_s: float              # past this, no extra rounds of repeats (a busy machine)
+
+    def describe(self) -> str:
+        return (f"{'quick' if self.quick else 'full'} mode: {self.repeats} timed repeats after 1 warm-up; "
+                f"sweep {fmt_bytes(self.min_size)}..{fmt_bytes(self.max_total / self.threads)} per thread, "
+                f"{self.per_octave} size(s) per doubling")
+
+
+def want_quick(quick=None) -> bool:
+    """quick=None means: quick when nbgrader runs the notebook (grades never depend on the
+    measurement, so grading need not wait for a full one), or when $COURSE_LIB_MEASURE=quick."""
+    if quick is not None:
+        return bool(quick)
+    forced = os.environ.get("COURSE_LIB_MEASURE", "").strip().lower()
+    if forced in ("quick", "full"):
+        return forced == "quick"
+    return os.environ.get("NBGRADER_EXECUTION", "") in ("autograde", "validate")
+
+
+def make_plan(quick: bool, threads: int, caches) -> Plan:
+    l3 = caches.size("L3") or caches.size("L2") or 32 * MiB
+    # DRAM needs a working set well beyond the last cache (4x), but stay far below a 4 GB
+    # address-space limit (the grading sandbox) and a small machine's RAM.
+    cap = 256 * MiB if quick else GiB
+    mem = physical_memory()
+    if mem:
+        cap = min(cap, int(mem / 8))
+    max_total = int(min(cap, max(256 * MiB, 4 * l3)))
+    return Plan(
+        quick=quick, threads=threads,
+        repeats=4 if quick else 7,
+        # short timed calls: on a busy machine the OS preempts a process every few ms, and a
+        # call that fits between preemptions measures the machine, not its other users
+        sweep_target_s=0.001 if threads == 1 else 0.002,
+        per_octave=2 if quick else 3,
+        # below ~11 KiB the per-pass overhead of the reduce kernel (a few ns) shows
+        min_size=11 * KiB + 256,
+        max_total=max_total,
+        peak_target_s=0.015 if quick else 0.03,
+        peak_min_n=512 if quick else 768,
+        peak_max_n=2048 if quick else 4096,
+        kernel_target_s=0.005 if quick else 0.01,
+        vector_n=max(2**20, max_total // 32),
+        matmul_sizes=(64, 256, 1024),
+        budget_s=5.0 if quick else 15.0,
+    )
+
+
+# ---- a team of threads, each streaming its own arrays ------------------------------------------
+class _Team:
+    """`threads` worker threads that run one job together: ``run(job)`` calls job(i) on worker i
+    and returns when all are done. numpy releases the GIL inside its loops, so they run in
+    parallel. With one thread the job runs in the calling thread."""
+
+    def __init__(self, threads: int):
+        self.threads = threads
+        self._job, self._errors = None, []
+        if threads > 1:
+            self._start = threading.Barrier(threads + 1)
+            self._done = threading.Barrier(threads + 1)
+            self._workers = [threading.Thread(target=self._loop, args=(i,), daemon=True)
+                             for i in range(threads)]
+            for w in self._workers:
+                w.start()
+
+    def _loop(self, i):
+        while True:
+            self._start.wait()
+            job = self._job
+            if job is None:
+                return
+            try:
+                job(i)
+            except BaseException as e:  # re-raised in the caller
+                self._errors.append(e)
+            self._done.wait()
+
+    def run(self, job):
+        if self.threads == 1:
+            job(0)
+            return
+        self._job = job
+        self._start.wait()
+        self._done.wait()
+        if self._errors:
+            raise self._errors.pop()
+
+    def close(self):
+        if self.threads > 1:
+            self._job = None
+            self._start.wait()
+            for w in self._workers:
+                w.join()
+
+
+def _stream_job(buffers, n_max, n, how):
+    """The job for one sweep point: worker i streams acc += x over its own arrays of n
+    elements, as `how` (a ``_Stream``) says."""
+    state = [0] * len(buffers)
+
+    def job(i):
+        buf = buffers[i]
+        # acc starts 576 bytes past a multiple of 4 KiB from x: x[i] and acc[i] at the same
+        # offset modulo 4 KiB would make the core stall on false load/store dependencies
+        x, acc = buf[:n], buf[n_max + SKEW:n_max + SKEW + n]
+        if how.method == "reduce":
+            rows = as_strided(x, (how.passes, n), (0, x.itemsize), writeable=False)
+            np.add.reduce(rows, axis=0, out=acc)       # acc = 0 + x + x + ... (one C loop)
+        elif how.method == "loop":
+            for _ in range(how.passes):
+                np.add(acc, x, out=acc)
+        else:                                          # "window": the next slice, round robin
+            lo = (state[i] % how.windows) * how.chunk
+            state[i] += 1
+            np.add(acc[lo:lo + how.chunk], x[lo:lo + how.chunk], out=acc[lo:lo + how.chunk])
+    return job
+
+
+@dataclass(frozen=True)
+class _Stream:
+    """How one timed call streams a working set of n elements per array and thread:
+    "reduce" -- one numpy call re-reads both arrays `passes` times (cache-sized sets);
+    "loop"   -- `passes` calls of np.add over the whole arrays;
+    "window" -- one np.add over the next of `windows` slices of `chunk` elements, in turn, so a
+                call stays short (a busy OS preempts long ones) while the data cycled through,
+                and so evicted from the caches between visits, is the whole working set."""
+
+    method: str
+    passes: int
+    chunk: int
+    windows: int
+
+    def bytes_per_thread(self, n: int) -> int:
+        if self.method == "window":
+            return BYTES_PER_PASS * self.chunk
+        return BYTES_PER_PASS * n * self.passes + (8 * n if self.method == "reduce" else 0)
+
+    @staticmethod
+    def plan(n: int, target_s: float, rate: float) -> "_Stream":
+        """The way to stream n elements in about target_s at `rate` bytes/s per thread."""
+        elements = target_s * rate / BYTES_PER_PASS
+        if elements >= REDUCE_MIN_PASSES * n:
+            return _Stream("reduce", int(round(elements / n)), n, 1)
+        if elements >= n / 2 or n < 4 * WINDOW_MIN:
+            return _Stream("loop", max(1, int(round(elements / n))), n, 1)
+        chunk = max(WINDOW_MIN, int(elements) // 512 * 512)
+        return _Stream("window", 1, chunk, max(2, n // chunk))
+
+
+def sweep_sizes(plan: Plan) -> list[int]:
+    """Working sets per thread (bytes, multiples of 128: two arrays of whole cache lines)."""
+    hi = plan.max_total / plan.threads
+    steps = int(np.floor(np.log2(hi / plan.min_size) * plan.per_octave + 1e-9))
+    sizes = plan.min_size * 2.0 ** (np.arange(steps + 1) / plan.per_octave)
+    return sorted({int(s // 128 * 128) for s in sizes})
+
+
+def measure_sweep(plan: Plan, progress=None, deadline=None) -> list[SweepPoint]:
+    sizes = sweep_sizes(plan)
+    n_max = -(-sizes[-1] // 16 // 512) * 512    # whole 4 KiB pages, so SKEW sets the offset
+    team = _Team(plan.threads)
+    buffers = [None] * plan.threads
+
+    def allocate(i):   # first touch by the worker that uses it (its NUMA node)
+        buffers[i] = np.ones(2 * n_max + SKEW)
+    team.run(allocate)
+    points, bw_est = [], 20e9      # per thread, refined as the sweep goes
+    try:
+        for size in sizes:
+            n = size // 16
+            # calibrate: a warm-up call, planned with the last size's rate, measures this
+            # size's rate; the timed calls are planned from it to last about sweep_target_s
+            how = _Stream.plan(n, plan.sweep_target_s, bw_est)
+            job = _stream_job(buffers, n_max, n, how)
+            if how.method == "window":
+                for _ in range(how.windows):       # one full round: the whole set paged in
+                    team.run(job)
+            t0 = time.perf_counter()
+            team.run(job)
+            bw_est = how.bytes_per_thread(n) / (time.perf_counter() - t0)
+            how = _Stream.plan(n, plan.sweep_target_s, bw_est)
+            job = _stream_job(buffers, n_max, n, how)
+            per_thread = how.bytes_per_thread(n)
+            t = time_stable(lambda: team.run(job), repeats=plan.repeats, warmup=0, deadline=deadline)
+            bw = plan.threads * per_thread / t.best
+            passes = how.passes if how.method != "window" else how.windows
+            points.append(SweepPoint(size, plan.threads, bw, plan.threads * per_thread / t.median,
+                                     t.spread, how.method, passes, len(t.seconds)))
+            if progress:
+                progress(f"  {fmt_bytes(size):>8s} per thread: {bw / 1e9:7.1f} GB/s")
+    finally:
+        team.close()
+        buffers.clear()                   # free the arrays now, before the kernels allocate theirs
+    return points
+
+
+# ---- peak FLOP/s and kernels --------------------------------------------------------------------
+def _run(spec, timing, calls, threads, caches) -> KernelRun:
+    return KernelRun(spec.key, _label(spec), spec.code, spec.precision, threads, spec.flops, spec.bytes,
+                     timing, calls, spec.nbytes_live, cache_level_of(spec.nbytes_live, caches))
+
+
+def _label(spec) -> str:
+    return spec.label if spec.precision == "fp64" else f"{spec.label} ({spec.precision})"
+
+
+def threads_pay_off(threads: int, n: int = 384, calls: int = 5) -> tuple[bool, float, float]:
+    """(whether `threads` BLAS threads beat one, rate with `threads`, rate with one), from the
+    fastest of a few n×n fp64 matmuls each way. On a machine whose CPUs other programs keep
+    busy, threads that must wait for each other at every step can run many times slower than
+    one thread alone; then the measurement is better made with one."""
+    a, b = np.ones((n, n)), np.ones((n, n))
+    c = np.empty((n, n))
+
+    def best():
+        np.matmul(a, b, out=c)
+        t = float("inf")
+        for _ in range(calls):
+            t0 = time.perf_counter()
+            np.matmul(a, b, out=c)
+            t = min(t, time.perf_counter() - t0)
+        return 2 * n**3 / t
+
+    with limit_blas_threads(1):
+        one = best()
+    with limit_blas_threads(threads):
+        many = best()
+    return many > one, many, one
+
+
+def decide_threads(requested=None):
+    """(threads, BlasInfo, notes, one-thread fp64 rate or None): `requested`, else the BLAS's
+    own count capped by a CPU quota (``choose_threads``), cut to 1 when that many threads run
+    slower than one."""
+    threads, blas, notes = choose_threads(requested)
+    one = None
+    if requested is None and threads > 1 and can_limit_blas_threads():
+        ok, many, one = threads_pay_off(threads)
+        if not ok:
+            notes.append(f"{threads} BLAS threads ran slower than one ({many / 1e9:.3g} vs {one / 1e9:.3g} "
+                         f"GFLOP/s on a 384x384 matmul): other programs are using the CPUs, so this "
+                         f"measurement uses 1 thread")
+            threads = 1
+    return threads, blas, notes, one
+
+
+def warm_up(seconds: float) -> None:
+    """Run small matmuls for `seconds`: BLAS threads start, clocks ramp up, before timing."""
+    a = np.ones((256, 256))
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        a @ a
+
+
+def peak_size(dtype, plan: Plan):
+    """(spec, callable) of np.matmul at the n where one call lasts about plan.peak_target_s
+    (n grown from plan.peak_min_n, capped at plan.peak_max_n). The floor keeps calls big: a
+    small matmul synchronises its threads more often per FLOP, and on a busy machine every
+    synchronisation can wait for a thread the OS has put aside."""
+    n = plan.peak_min_n
+    while True:
+        spec = K.matmul_spec(n, dtype)
+        fn = spec.make()
+        fn()                                       # warm-up: BLAS buffers, page faults
+        dt = float("inf")
+        for _ in range(2):       # the faster of two calls: one interruption must not stop the growth
+            t0 = time.perf_counter()
+            fn()
+            dt = min(dt, time.perf_counter() - t0)
+        if dt >= plan.peak_target_s / 2 or n >= plan.peak_max_n:
+            return spec, fn
+        grow = (plan.peak_target_s / max(dt, 1e-6)) ** (1 / 3)    # time grows as n^3
+        n = int(min(plan.peak_max_n, max(2 * n if grow > 2 else n + 128, n * grow) // 128 * 128))
+
+
+def measure_peaks(plan: Plan, caches, deadline=None) -> dict:
+    """{precision: (KernelRun, n)} for fp64 and fp32. Their repeats alternate (fp64, fp32,
+    fp64, ...), so a busy spell on the machine hits both alike and their ratio stays honest;
+    a second round of repeats is added when either spread exceeds 50%. Past `deadline` (a
+    perf_counter value) no more repeats start once each precision has 3."""
+    sized = {p: peak_size(dt, plan) for p, dt in (("fp64", np.float64), ("fp32", np.float32))}
+    samples = {p: [] for p in sized}
+    for _ in range(2):
+        this_round = {p: [] for p in sized}
+        for r in range(plan.repeats):
+            if r >= 3 and deadline is not None and time.perf_counter() > deadline:
+                break
+            for p, (spec, fn) in sized.items():
+                t0 = time.perf_counter()
+                fn()
+                this_round[p].append(time.perf_counter() - t0)
+        for p, v in this_round.items():
+            samples[p] += v
+        if all(Timing(tuple(v)).spread <= 0.5 for v in this_round.values()) or (
+                deadline is not None and time.perf_counter() > deadline):
+            break
+    out = {}
+    for p, (spec, fn) in sized.items():
+        timing = Timing(tuple(samples[p]))
+        run = _run(spec, timing, 1, plan.threads, caches)
+        n = round((spec.flops / 2) ** (1 / 3))
+        out[p] = (KernelRun(f"peak_{p}", f"matmul, n={n} (peak {p})", run.code, run.precision, run.threads,
+                            run.flops_si, run.bytes_si, timing, 1, run.working_set, run.level), n)
+    return out
+
+
+def kernel_specs(plan: Plan) -> list:
+    n = plan.vector_n
+    specs = [K.dot_spec(n), K.axpy_blocked_spec(n), K.axpy_numpy_spec(n),
+             K.add_spec(1024), K.add_spec(32768), K.add_spec(n)]
+    specs += [K.matmul_spec(m) for m in plan.matmul_sizes]
+    return specs
+
+
+def measure_kernels(plan: Plan, caches, progress=None, deadline=None) -> dict:
+    runs = {}
+    for spec in kernel_specs(plan):
+        fn = spec.make()
+        timing, calls = time_batched(fn, plan.kernel_target_s, repeats=plan.repeats, deadline=deadline)
+        threads = plan.threads if spec.threads == "BLAS" else 1
+        runs[spec.key] = _run(spec, timing, calls, threads, caches)
+        del fn
+        if progress:
+            progress("  " + runs[spec.key].describe())
+    return runs
+
+
+# ---- all of it ----------------------------------------------------------------------------------
+def measure_cpu(quick=None, threads=None, progress=None) -> MeasuredHardware:
+    """Measure this machine's CPU roofline. `progress`: a callable given one line per step
+    (e.g. ``print``), or None.
+
+    quick   -- fewer sizes and repeats (default: quick under nbgrader, see ``want_quick``)
+    threads -- threads for BLAS and the bandwidth sweep (default: the BLAS's own count,
+               capped by a container CPU quota)
+    """
+    t_start = time.perf_counter()
+    quick = want_quick(quick)
+    threads, blas, thread_notes, one_thread = decide_threads(threads)
+    caches = cache_sizes()
+    plan = make_plan(quick, threads, caches)
+    say = progress or (lambda line: None)
+    say(f"measuring with {threads} thread(s), {plan.describe()}")
+
+    with limit_blas_threads(threads):
+        t0 = time.perf_counter()
+        say("peak FLOP/s (np.matmul)...")
+        warm_up(plan.peak_target_s)
+        # soft deadlines: on a machine so busy that every round is noisy, stop adding rounds
+        peaks_run = measure_peaks(plan, caches, deadline=t_start + 0.35 * plan.budget_s)
+    if threads > 1 and one_thread and min(r.best_flops for r, _ in peaks_run.values()) < one_thread:
+        # the machine got busier since the check: the threads' peaks came out below what one
+        # thread did a moment ago; measure everything with one thread instead
+        thread_notes.append(f"with {threads} threads the peaks came out below one thread's "
+                            f"{one_thread / 1e9:.3g} GFLOP/s (other programs are using the CPUs): "
+                            "measured with 1 thread")
+        threads = 1
+        plan = make_plan(quick, 1, caches)
+        with limit_blas_threads(1):
+            peaks_run = measure_peaks(plan, caches, deadline=time.perf_counter() + 0.35 * plan.budget_s)
+    with limit_blas_threads(threads):
+        (peak64, n64), (peak32, n32) = peaks_run["fp64"], peaks_run["fp32"]
+        say(f"  fp64 {peak64.best_flops / 1e9:.1f} GFLOP/s (n={n64}), "
+            f"fp32 {peak32.best_flops / 1e9:.1f} GFLOP/s (n={n32})  [{time.perf_counter() - t0:.1f} s]")
+        t0 = time.perf_counter()
+        say("bandwidth sweep (acc += x)...")
+        sweep = measure_sweep(plan, progress, deadline=t_start + 0.7 * plan.budget_s)
+        say(f"  [{time.perf_counter() - t0:.1f} s]")
+        t0 = time.perf_counter()
+        say("kernels...")
+        runs = {"peak_fp64": peak64, "peak_fp32": peak32}
+        runs.update(measure_kernels(plan, caches, progress, deadline=t_start + plan.budget_s))
+        say(f"  [{time.perf_counter() - t0:.1f} s]")
+
+    sizes = np.array([p.size for p in sweep], dtype=float)
+    bws = np.array([p.bandwidth for p in sweep])
+    levels, notes = find_levels(sizes, bws, caches, threads, min_points=2)
+    levels = {lv.name: lv for lv in levels}
+
+    # Peak: the fastest repeat among the matmuls of that precision (the peak-size run usually).
+    peaks, peak_from = {}, {}
+    for p in ("fp64", "fp32"):
+        cands = [r for r in runs.values() if r.precision == p and r.code.startswith("np.matmul")]
+        best = max(cands, key=lambda r: r.best_flops)
+        peaks[p], peak_from[p] = best.best_flops, best
+    dram = levels["DRAM"]
+    if dram.resolved:
+        bandwidth = dram.bandwidth
+        bw_src = (f"measured: the DRAM plateau of the sweep, median over its {dram.points} working sets "
+                  f"({fmt_bytes(dram.low)}..{fmt_bytes(dram.high)} per thread) of each one's fastest repeat")
+    else:
+        tail = bws[-2:]
+        bandwidth = float(np.median(tail))
+        bw_src = (f"measured: the bandwidth at the sweep's largest working sets "
+                  f"({fmt_bytes(sizes[-2])}, {fmt_bytes(sizes[-1])} per thread), since the DRAM "
+                  f"plateau was not resolved ({dram.note}); if those still fit a cache, main memory is slower")
+    bw_src += (f"; kernel acc += x (numpy, fp64, 24 bytes per element and pass), {threads} thread(s), "
+               f"at least 3 timed calls ({plan.repeats} on a quiet machine) after a warm-up")
+    today = datetime.date.today().isoformat()
+    sources = {
+        "peak_flops": (f"measured {today}: np.matmul of random n x n matrices through {blas.library} "
+                       f"{blas.version} on {threads} thread(s), 2n^3 FLOPs per call, the fastest of "
+                       f"at least 3 timed calls ({plan.repeats} on a quiet machine) after a warm-up, "
+                       f"best over the sizes timed: "
+                       + ", ".join(f"{p} at n={_n(peak_from[p])}" for p in peaks)),
+        "memory_bandwidth": bw_src,
+        "memory_capacity": "physical memory reported by the OS (sysconf)",
+    }
+    how = [
+        f"CPU: {cpu_name()}; {usable_cpus()} usable CPU(s)"
+        + (f", container quota {cpu_quota():g} CPUs" if cpu_quota() else ""),
+        blas.describe() + f"; measured with {threads} thread(s); numpy's elementwise ufuncs use 1",
+        caches.describe(),
+        plan.describe() + "; dtype fp64 (peaks also fp32)",
+    ]
+    if quick:
+        how.append("quick mode: " + ("nbgrader is running this notebook; grades never depend on "
+                                     "these timings" if os.environ.get("NBGRADER_EXECUTION") else
+                                     "fewer sizes and repeats than the full measurement"))
+    how += [f"note: {n}" for n in blas.notes + thread_notes]
+    setup = {"threads": threads, "mode": "quick" if quick else "full", "how": how,
+             "sweep_desc": (f"sweep of acc += x over working sets, {threads} thread(s) each on its own "
+                            "arrays; bandwidth counts 3 x 8 bytes per element and pass, at each size's "
+                            "fastest repeat"),
+             "peak_desc": f"np.matmul of random n x n matrices, {threads} BLAS thread(s)",
+             "blas": blas, "cpu": cpu_name(), "plan": plan, "peak_sizes": {"fp64": n64, "fp32": n32}}
+    capacity = physical_memory()
+    name = f"This machine ({cpu_name()}, {threads} thread{'s' if threads > 1 else ''})"
+    return MeasuredHardware(name, peaks, bandwidth, capacity, sources, levels=levels, notes=notes,
+                            sweep=sweep, runs=runs, setup=setup, caches=caches,
+                            wall_time_s=time.perf_counter() - t_start)
+
+
+def _n(run: KernelRun) -> int:
+    # 2n^3 FLOPs
+    return round((run.flops_si / 2) ** (1 / 3))

@@ -1,0 +1,286 @@
+"""What a measurement returns: a ``Hardware`` with its measured figures, and how it got them.
+
+``MeasuredHardware`` is a ``Hardware``: ``solve``, ``plot_roofline`` and the explorers take it
+like any zoo chip. Its peaks and its memory bandwidth are medians of timed runs, and each
+source string says what was run, on how many threads, with which sizes. On top of a zoo chip
+it carries the bandwidth of every level of the memory hierarchy, the sweep those came from,
+and the kernels of known intensity it timed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..hardware import Hardware
+from ..roofline import COMPUTE_BOUND, MEMORY_BOUND
+from ..units import Q_
+from .system import cache_level_of, fmt_bytes
+from .timing import Timing
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One working-set size of the bandwidth sweep.
+
+    >>> p = SweepPoint(size=65536, threads=2, bandwidth=2e11, median_bandwidth=1.8e11,
+    ...                spread=0.1, method="reduce", passes=1000, repeats=5)
+    >>> p.total                                   # bytes, both threads' arrays together
+    131072
+    """
+
+    size: float              # working set per thread (bytes): the two arrays x and acc
+    threads: int
+    bandwidth: float         # B/s, all threads together, at the fastest repeat
+    median_bandwidth: float  # B/s at the median repeat
+    spread: float            # (max - min) / median of the repeats' times
+    method: str              # "reduce" (one numpy call re-reads the arrays R times), "loop", "window"
+    passes: int              # R: times each array is streamed per call (windows, for "window")
+    repeats: int             # timed repeats (more when the first ones disagreed)
+
+    @property
+    def total(self) -> float:
+        """Working set of all threads together (bytes)."""
+        return self.size * self.threads
+
+
+@dataclass(frozen=True)
+class KernelRun:
+    """One timed kernel: what it computes, what it moves, how fast it ran.
+
+    Has ``flops_si``, ``bytes_si`` and ``latency_si`` (the median time), so
+    ``plot_roofline(mine, workloads=[("dot", run)])`` places it on a roofline.
+
+    >>> run = example().runs["dot"]
+    >>> run.intensity, round(run.achieved_flops / 1e9, 2)      # FLOP/byte, GFLOP/s at the median
+    (0.125, 2.5)
+    """
+
+    key: str
+    name: str
+    code: str
+    precision: str
+    threads: int
+    flops_si: float
+    bytes_si: float
+    timing: Timing
+    calls_per_repeat: int
+    working_set: float       # bytes of the arrays it touches
+    level: str               # where those live (cache_level_of)
+
+    @property
+    def latency_si(self) -> float:
+        return self.timing.median
+
+    @property
+    def intensity(self) -> float:
+        """FLOPs per byte counted (see course_lib.measure.kernels for what is counted)."""
+        return self.flops_si / self.bytes_si
+
+    @property
+    def achieved_flops(self) -> float:
+        """FLOP/s at the median time."""
+        return self.flops_si / self.timing.median
+
+    @property
+    def best_flops(self) -> float:
+        """FLOP/s of the fastest repeat (what the ceilings use)."""
+        return self.flops_si / self.timing.best
+
+    @property
+    def achieved_bandwidth(self) -> float:
+        """Counted bytes per second at the median time."""
+        return self.bytes_si / self.timing.median
+
+    def describe(self) -> str:
+        return (f"{self.name:28s} {self.intensity:9.3f} FLOP/B {_fmt_rate(self.achieved_flops, 'FLOP/s'):>14s} "
+                f"{_fmt_rate(self.achieved_bandwidth, 'B/s'):>11s}  {_fmt_t(self.timing.median):>9s} "
+                f"±{self.timing.spread / 2:4.0%}  {self.threads} thr  {fmt_bytes(self.working_set)} in {self.level}")
+
+
+class MeasuredHardware(Hardware):
+    """A ``Hardware`` whose figures were measured on the machine running this code.
+
+    Extra attributes: ``levels`` (name -> ``Level``), ``sweep`` (``SweepPoint`` list), ``runs``
+    (key -> ``KernelRun``), ``setup`` (threads, BLAS, CPU, caches, sizes, mode),
+    ``wall_time_s`` (how long the measurement took). See ``report()``.
+
+    >>> from course_lib.measure.result import example
+    >>> hw = example()                           # made-up figures, no timing involved
+    >>> round(hw.ridge_point("fp64").m, 2)       # 80 GFLOP/s over 20 GB/s
+    4.0
+    """
+
+    def __init__(self, name, peaks, bandwidth, capacity, sources, *, levels, notes, sweep, runs,
+                 setup, caches, wall_time_s, kind="cpu"):
+        super().__init__(
+            name=name,
+            peak_flops={p: Q_(v, "FLOP/s") for p, v in peaks.items()},
+            memory_bandwidth=Q_(bandwidth, "B/s"),
+            memory_capacity=None if capacity is None else Q_(capacity, "B"),
+            vendor="measured", sources=sources,
+        )
+        self.levels = dict(levels)
+        self.notes = list(notes)
+        self.sweep = list(sweep)
+        self.runs = dict(runs)
+        self.setup = dict(setup)
+        self.caches = caches
+        self.wall_time_s = float(wall_time_s)
+        self.kind = kind
+
+    # ---- questions one asks of a measurement -------------------------------------------------
+    @property
+    def threads(self) -> int:
+        return int(self.setup["threads"])
+
+    def level_of(self, nbytes: float) -> str:
+        """Where a working set of `nbytes` lives on this machine (one core, OS cache sizes)."""
+        return cache_level_of(nbytes, self.caches)
+
+    def bandwidth_si(self, level: str) -> float:
+        """Measured bandwidth of `level` ("L1" .. "DRAM") in B/s; a level the sweep did not
+        resolve raises ValueError saying why."""
+        lv = self.levels.get(level)
+        if lv is None:
+            raise ValueError(f"no level {level!r}; levels are {', '.join(self.levels)}.")
+        if not lv.resolved:
+            raise ValueError(f"{level} was not resolved by this sweep: {lv.note}")
+        return lv.bandwidth
+
+    def bandwidth(self, level: str):
+        """Measured bandwidth of `level` as a Quantity in GB/s."""
+        return Q_(self.bandwidth_si(level) / 1e9, "GB/s")
+
+    @property
+    def resolved_levels(self) -> list:
+        return [lv for lv in self.levels.values() if lv.resolved]
+
+    def regime(self, run_or_key, precision: str = "fp64") -> str:
+        """'memory-bound' or 'compute-bound' for a timed kernel against this machine's ridge."""
+        run = self.runs[run_or_key] if isinstance(run_or_key, str) else run_or_key
+        return COMPUTE_BOUND if run.intensity >= self.ridge_point_si(precision) else MEMORY_BOUND
+
+    def bound_si(self, run_or_key, precision: str = "fp64", level: str = "DRAM") -> float:
+        """Roofline bound in FLOP/s of a timed kernel: min(peak, bandwidth(level) x intensity)."""
+        run = self.runs[run_or_key] if isinstance(run_or_key, str) else run_or_key
+        bw = self.memory_bandwidth_si if level == "DRAM" else self.bandwidth_si(level)
+        return min(self.peak_flops_si(precision), bw * run.intensity)
+
+    # ---- printing -------------------------------------------------------------------------
+    def describe(self) -> str:
+        """The measured figures with how each was measured (in GFLOP/s and GB/s on a CPU's
+        scale, TFLOP/s and TB/s on a GPU's)."""
+        lines = [self.name]
+        for p in self.precisions:
+            lines.append(f"  peak {p:5s} {_fmt_rate(self._peaks[p], 'FLOP/s'):>16s} (measured)")
+        lines.append(f"  memory bandwidth {_fmt_rate(self.memory_bandwidth_si, 'B/s')} (measured)")
+        if self.memory_capacity_si:
+            lines.append(f"  memory capacity  {self.memory_capacity_si / 1e9:.1f} GB")
+        for what, src in self.sources.items():
+            lines.append(f"  source[{what}]: {src}")
+        return "\n".join(lines)
+
+    def report(self, kernels: bool = True) -> str:
+        """Everything: set-up, peaks, levels, what was not resolved, and (``kernels=True``) the
+        timed kernels."""
+        s = self.setup
+        out = [f"{self.name}: measured in {self.wall_time_s:.1f} s ({s['mode']})"]
+        out += [f"  {line}" for line in s["how"]]
+        out.append("")
+        out.append(f"Peaks ({s.get('peak_desc', 'np.matmul of random n x n matrices')}; the fastest "
+                   "repeat, with the median and spread of the peak-size run):")
+        for p in self.precisions:
+            run = self.runs[f"peak_{p}"]
+            out.append(f"  {p}: {_fmt_rate(self._peaks[p], 'FLOP/s'):>14s}   (n = {s['peak_sizes'][p]}: "
+                       f"median {_fmt_rate(run.achieved_flops, 'FLOP/s')}, {_fmt_t(run.timing.median)} "
+                       f"per call, spread {run.timing.spread:.0%}, {len(run.timing.seconds)} repeats)")
+        out.append("")
+        out.append(f"Memory levels ({s.get('sweep_desc', 'sweep of acc += x over working sets')}):")
+        for lv in self.levels.values():
+            out.append("  " + lv.describe())
+        for n in self.notes:
+            out.append(f"  note: {n}")
+        out.append(f"  main-memory bandwidth used for the roofline: {_fmt_rate(self.memory_bandwidth_si, 'B/s')}"
+                   f" ({self.sources['memory_bandwidth'].split(':')[0]})")
+        for p in self.precisions:
+            out.append(f"  ridge point {p}: {self.ridge_point_si(p):.2f} FLOP/byte")
+        if kernels:
+            out += ["", self.kernel_table()]
+        return "\n".join(out)
+
+    def kernel_table(self, keys=None) -> str:
+        """The timed kernels (`keys` of ``runs``, default all but the peak runs), one per line."""
+        keys = [k for k in self.runs if not k.startswith("peak_")] if keys is None else list(keys)
+        out = ["Kernels (intensity = FLOPs / bytes counted; achieved FLOP/s and counted bytes/s at "
+               "the median time; ± half the spread; threads; working set and where it lives):"]
+        out += ["  " + self.runs[k].describe() for k in keys]
+        return "\n".join(out)
+
+    def sweep_table(self) -> str:
+        """The sweep point by point: working set, bandwidth, spread, how it was timed."""
+        rows = [f"{'per thread':>11s} {'all threads':>11s} {'best GB/s':>9s} {'median':>8s} {'spread':>7s}"
+                f"  kernel x passes, repeats"]
+        for p in self.sweep:
+            rows.append(f"{fmt_bytes(p.size):>11s} {fmt_bytes(p.total):>11s} {p.bandwidth / 1e9:9.1f} "
+                        f"{p.median_bandwidth / 1e9:8.1f} {p.spread:7.0%}  "
+                        + (f"window: 1 of {p.passes} per call" if p.method == "window" else f"{p.method} x{p.passes}")
+                        + f", {p.repeats}")
+        return "\n".join(rows)
+
+    def __repr__(self):
+        peaks = ", ".join(f"{p}={v / 1e9:.4g} GFLOP/s" for p, v in self._peaks.items())
+        return (f"MeasuredHardware({self.name!r}, {peaks}, bandwidth={self.memory_bandwidth_si / 1e9:.4g} GB/s, "
+                f"{self.threads} thread(s), measured in {self.wall_time_s:.1f} s)")
+
+    # ---- pictures (matplotlib on first use) -------------------------------------------------
+    def plot(self, precision: str = "fp64", kernels=None, ax=None, title=None):
+        """The hierarchical roofline: one ceiling per measured level, the timed kernels on it."""
+        from .plots import plot_hierarchical_roofline
+
+        return plot_hierarchical_roofline(self, precision=precision, kernels=kernels, ax=ax, title=title)
+
+    def plot_sweep(self, ax=None, title=None):
+        """Bandwidth against working-set size, with the plateaus found and the cache sizes."""
+        from .plots import plot_sweep
+
+        return plot_sweep(self, ax=ax, title=title)
+
+
+def _fmt_rate(v: float, unit: str) -> str:
+    """'118.8 GB/s', '3.35 TB/s', '989.4 TFLOP/s': three or four significant digits."""
+    for prefix, f in (("T", 1e12), ("G", 1e9), ("M", 1e6)):
+        if v >= f:
+            return f"{v / f:.4g} {prefix}{unit}"
+    return f"{v:.4g} {unit}"
+
+
+def _fmt_t(t: float) -> str:
+    if t >= 1:
+        return f"{t:.3g} s"
+    if t >= 1e-3:
+        return f"{t * 1e3:.3g} ms"
+    if t >= 1e-6:
+        return f"{t * 1e6:.3g} µs"
+    return f"{t * 1e9:.3g} ns"
+
+
+def example() -> MeasuredHardware:
+    """A MeasuredHardware with made-up round figures, for examples and tests of the printing
+    and plotting code (no timing)."""
+    from .plateaus import Level
+    from .system import Cache, CacheInfo
+
+    caches = CacheInfo((Cache("L1", 32768, 1), Cache("L2", 2**20, 1), Cache("L3", 2**25, 8)), "example")
+    levels = {n: Level(n, bw, lo, hi, 3, 1.05, cap, True) for n, bw, lo, hi, cap in (
+        ("L1", 200e9, 8192, 16384, 32768), ("L2", 100e9, 65536, 2**19, 2**20),
+        ("L3", 50e9, 2**21, 2**24, 2**25), ("DRAM", 20e9, 2**27, 2**28, None))}
+    t = Timing((1e-3, 1.02e-3, 0.98e-3))
+    runs = {
+        "peak_fp64": KernelRun("peak_fp64", "matmul n=1000 (fp64)", "np.matmul", "fp64", 1, 8e7, 2.4e7, t, 1, 2.4e7, "L3"),
+        "peak_fp32": KernelRun("peak_fp32", "matmul n=1000 (fp32)", "np.matmul", "fp32", 1, 1.6e8, 1.2e7, t, 1, 1.2e7, "L2"),
+        "dot": KernelRun("dot", "dot n=2^24 (fp64)", "np.dot(x, y)", "fp64", 1, 3.2e7, 2.56e8, Timing((0.0128,) * 3), 1, 2.56e8, "DRAM"),
+    }
+    setup = {"threads": 1, "mode": "example", "how": ["made-up figures"], "peak_sizes": {"fp64": 1000, "fp32": 1000}}
+    return MeasuredHardware("example machine", {"fp64": 80e9, "fp32": 160e9}, 20e9, 16e9,
+                            {"peak_flops": "example", "memory_bandwidth": "example: made up"},
+                            levels=levels, notes=[], sweep=[], runs=runs, setup=setup, caches=caches,
+                            wall_time_s=0.0)
