@@ -12,7 +12,7 @@ Each explorer opens on the lesson's own configuration: ``chip=`` (one of ``hardw
 from __future__ import annotations
 
 import html
-import io
+import struct
 import textwrap
 import time
 
@@ -30,15 +30,25 @@ PIXEL_RATIO = 2               # rendered pixels per CSS pixel: sharp on HiDPI sc
 
 
 def _render(canvas) -> bytes:
-    """PNG bytes of an Agg canvas: RGB (the figure is opaque) with Pillow's fastest
-    compression, a fifth less to encode than RGBA; the image is redrawn on every change."""
-    from PIL import Image
+    """PNG bytes of an Agg canvas, written here: RGB rows, no PNG filter, zlib level 1. Half
+    the time of Pillow's fastest PNG for a few % more bytes; the image is redrawn on every
+    slider step and sent once to the browser on the same machine or nearby."""
+    import zlib
+
+    import numpy as np
 
     canvas.draw()
-    buf = io.BytesIO()
-    Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba()).convert("RGB").save(
-        buf, format="png", compress_level=1)
-    return buf.getvalue()
+    rgb = np.asarray(canvas.buffer_rgba())[:, :, :3]          # the figure is opaque
+    h, w, _ = rgb.shape
+    rows = np.zeros((h, 1 + 3 * w), dtype=np.uint8)           # byte 0 of a row: filter "none"
+    rows[:, 1:] = rgb.reshape(h, -1)
+
+    def chunk(tag: bytes, data: bytes) -> bytes:
+        return (struct.pack(">I", len(data)) + tag + data
+                + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF))
+    header = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)     # 8-bit RGB, no interlace
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
+            + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1)) + chunk(b"IEND", b""))
 
 
 def _figure():
