@@ -239,7 +239,7 @@ class ServingExplorer(_Explorer):
     def _draw(self, ax):
         batch, prompt, output, hw_name, wp, kvp = (c.value for c in self.controls)
         hw = self.hardware[hw_name]
-        ax.set_title(f"{self.model.name} on {hw.name}: batch {batch}, prompt {prompt}, "
+        ax.set_title(f"{self.model.name} on {hw.key}: batch {batch}, prompt {prompt}, "
                      f"output {output}; weights {wp}, KV cache {kvp}", fontsize=10)
         s = serve(self.model, hw, prompt_tokens=prompt, output_tokens=output, batch_size=batch,
                   precision="fp16", weight_precision=wp, kv_precision=kvp)

@@ -239,3 +239,15 @@ def test_error_text_stays_inside_the_chart():
     (msg,) = [t for t in e._ax.texts if "PrecisionError" in t.get_text()]
     box = msg.get_window_extent(r)
     assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1, "the message is clipped at the image edge"
+
+
+def test_explorer_titles_fit_in_the_chart():
+    from course_lib.widgets import roofline_explorer, serving_explorer
+    longest = serving_explorer("Llama3_8B", ("H200",), batch=512, prompt_tokens=32768,
+                               output_tokens=4096, weight_precision="int4", kv_precision="int8")
+    llm = roofline_explorer("Llama3_70B", ("B200",), batch=1024)
+    for e in (longest, llm):
+        r = e._canvas.get_renderer()
+        box = e._ax.title.get_window_extent(r)
+        fig = e._ax.figure.bbox
+        assert e._ax.get_title() and fig.x0 <= box.x0 and box.x1 <= fig.x1, e._ax.get_title()
