@@ -105,12 +105,17 @@ class Lab:
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(cmd, cwd=self.course, env=env, stdout=self.log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
-        self._wait_until_up()
+        try:
+            self._wait_until_up()
+        except BaseException:
+            self.stop()
+            raise
 
     def _wait_until_up(self, timeout=90):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
+                self.log.flush()
                 raise RuntimeError(f"jupyter lab exited: {(self.tmp / 'server.log').read_text()[-3000:]}")
             if self.status("/api/status") == 200:
                 return
@@ -177,14 +182,16 @@ def browser():
 def _lab_fixture(name, student):
     def fixture(browser):
         lab = Lab(name, student)
-        # "lab ready": from starting the server to the file browser listing the lessons
-        page = browser.new_page()
-        page.goto(lab.page_url())
-        page.wait_for_selector(".jp-DirListing-item", timeout=90_000)
-        TIMINGS[f"lab ready ({name})"] = time.perf_counter() - lab.started
-        page.close()
-        yield lab
-        lab.stop()
+        try:
+            # "lab ready": from starting the server to the file browser listing the lessons
+            page = browser.new_page()
+            page.goto(lab.page_url())
+            page.wait_for_selector(".jp-DirListing-item", timeout=90_000)
+            TIMINGS[f"lab ready ({name})"] = time.perf_counter() - lab.started
+            page.close()
+            yield lab
+        finally:
+            lab.stop()
     return pytest.fixture(scope="module", name=f"{name}_lab")(fixture)
 
 
