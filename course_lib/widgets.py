@@ -12,6 +12,7 @@ Each explorer opens on the lesson's own configuration: ``chip=`` (one of ``hardw
 from __future__ import annotations
 
 import html
+import numbers
 import struct
 import textwrap
 import time
@@ -72,12 +73,15 @@ def _message(ax, text, color):
             bbox=dict(boxstyle="round,pad=0.6", fc="white", ec=color, alpha=0.95))
 
 
-def _choose(options: list, value, what: str):
-    """`value` added to the slider's `options` if missing; a clear error if it is not a
-    positive whole number."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+def _slider(options: list, value, what: str, description: str):
+    """A SelectionSlider over `options` at `value` (added to the options if missing); a clear
+    error if `value` is not a positive whole number."""
+    import ipywidgets as w
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise CourseError(f"{what} must be a positive whole number, got {value!r}.")
-    return sorted(set(options) | {value})
+    return w.SelectionSlider(options=sorted(set(options) | {int(value)}), value=int(value),
+                             description=description)
 
 
 class _Explorer:
@@ -157,13 +161,11 @@ class RooflineExplorer(_Explorer):
         if precision not in precs:
             raise CourseError(f"precision={precision!r}: none of these chips has it; "
                               f"choose one of {', '.join(precs)}.")
-        batches = _choose([2 ** i for i in range(0, max(1, int(max_batch).bit_length()))],
-                          batch, "batch")
         # an LLM under solve() is one decode step: one new token per sequence
         self.llm = hasattr(self.model, "kv_elements_per_token")
         super().__init__([
-            w.SelectionSlider(options=batches, value=batch,
-                              description="batch (sequences)" if self.llm else "batch"),
+            _slider([2 ** i for i in range(0, max(1, int(max_batch).bit_length()))], batch,
+                    "batch", "batch (sequences)" if self.llm else "batch"),
             chips,
             w.Dropdown(options=precs, value=precision, description="precision"),
         ])
@@ -193,12 +195,11 @@ class RooflineExplorer(_Explorer):
 
     def _does_not_fit(self, ax, hw, prec, batch, most):
         draw_roofline(ax, hw, prec)
-        weights = self.model.weight_bytes(prec)
+        weights, cap = self.model.weight_bytes(prec), fmt_bytes(hw.memory_capacity_si)
         if most == 0:
-            why = f"the {prec} weights alone ({fmt_bytes(weights)}) exceed its {fmt_bytes(hw.memory_capacity_si)}"
+            why = f"the {prec} weights alone ({fmt_bytes(weights)}) exceed its {cap}"
         else:
-            why = (f"{batch} sequences need more than its {fmt_bytes(hw.memory_capacity_si)}; "
-                   f"at most {most} fit")
+            why = f"{batch} sequences need more than its {cap}; at most {most} fit"
         _message(ax, f"Does not fit on one {hw.key}: {why}. Not run.", "C3")
         return f"<b>Does not fit</b> on one {html.escape(hw.name)}: {why}. Nothing is plotted."
 
@@ -223,14 +224,9 @@ class ServingExplorer(_Explorer):
             if value not in options:
                 raise CourseError(f"{what}={value!r}: choose one of {', '.join(options)}.")
         super().__init__([
-            w.SelectionSlider(options=_choose([2 ** i for i in range(0, 10)], batch, "batch"),
-                              value=batch, description="batch (sequences)"),
-            w.SelectionSlider(options=_choose([2 ** i for i in range(4, 16)], prompt_tokens,
-                                              "prompt_tokens"),
-                              value=prompt_tokens, description="prompt tokens"),
-            w.SelectionSlider(options=_choose([2 ** i for i in range(0, 13)], output_tokens,
-                                              "output_tokens"),
-                              value=output_tokens, description="output tokens"),
+            _slider([2 ** i for i in range(0, 10)], batch, "batch", "batch (sequences)"),
+            _slider([2 ** i for i in range(4, 16)], prompt_tokens, "prompt_tokens", "prompt tokens"),
+            _slider([2 ** i for i in range(0, 13)], output_tokens, "output_tokens", "output tokens"),
             chips,
             w.Dropdown(options=self.WEIGHTS, value=weight_precision, description="weights"),
             w.Dropdown(options=self.KV, value=kv_precision, description="KV cache"),
@@ -244,8 +240,8 @@ class ServingExplorer(_Explorer):
         s = serve(self.model, hw, prompt_tokens=prompt, output_tokens=output, batch_size=batch,
                   precision="fp16", weight_precision=wp, kv_precision=kvp)
         cap = hw.memory_capacity_si
-        memory = (f"memory per GPU {fmt_bytes(s.memory_per_gpu_si)} = weights "
-                  f"{fmt_bytes(s.weight_bytes_si)} + KV cache {fmt_bytes(s.kv_cache_bytes_si)}")
+        memory = (f"memory per GPU {fmt_bytes(s.memory_per_gpu_si)} (weights "
+                  f"{fmt_bytes(s.weight_bytes_si)} + KV cache {fmt_bytes(s.kv_cache_bytes_si)})")
         if s.fits is False:
             draw_roofline(ax, hw, "fp16")
             room = (f"at most {s.max_batch_size} sequences of {prompt + output:,} tokens fit"
@@ -257,8 +253,8 @@ class ServingExplorer(_Explorer):
                     f"<br>{_knobs_line(s.knobs)}")
         draw_roofline(ax, hw, "fp16", _points([("prefill", s.prefill), ("decode (mean step)", s.decode)]))
         fit = ("capacity unknown" if s.fits is None else
-               f"of {fmt_bytes(cap)}: fits (at most {s.max_batch_size} sequences of "
-               f"{prompt + output:,} tokens)")
+               f"of {fmt_bytes(cap)}: fits; at most {s.max_batch_size} sequences of "
+               f"{prompt + output:,} tokens fit")
         return (f"TTFT <b>{fmt_time(s.prefill.latency_si)}</b> (prefill, <b>{s.prefill.bottleneck}</b>)"
                 f" &middot; TPOT <b>{fmt_time(s.decode.latency_si)}</b> (decode, "
                 f"<b>{s.decode.bottleneck}</b>) &middot; end to end {fmt_time(s.e2e_latency_si)} "
