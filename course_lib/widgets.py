@@ -1,44 +1,87 @@
 """Interactive explorers (ipywidgets): move a slider, see the roofline and the numbers change.
 
 The chart is a matplotlib Figure drawn off-screen (no pyplot, no global state) and shown as a
-PNG in an ``ipywidgets.Image``, so each change costs one small render (tens of ms; see
-``python -m course_lib.bench``). Every explorer has an ``update()`` method the bench times.
+PNG in an ``ipywidgets.Image``. It is rendered at twice its displayed size (``CHART_WIDTH_PX``
+CSS pixels wide, at most the output's width) so it stays sharp on HiDPI screens and when the
+browser scales it down; one redraw costs tens of ms (``python -m course_lib.bench``). Every
+explorer has an ``update()`` method the bench times.
+
+Each explorer opens on the lesson's own configuration: ``chip=`` (one of ``hardware``),
+``batch=`` and, for serving, the prompt and output lengths and the formats.
 """
 from __future__ import annotations
 
-import io
+import html
+import numbers
+import struct
+import textwrap
 import time
 
+from .engineering import fmt_bytes, fmt_flops, fmt_rate, fmt_sig, fmt_time
 from .errors import CourseError
 from .hardware import Hardware
 from .models import Models
 from .plots import _points, draw_roofline
-from .roofline import _fmt_time, solve
+from .roofline import solve
 from .serving import serve
+
+CHART_WIDTH_PX = 800          # displayed width in CSS pixels (less if the output is narrower)
+CHART_ASPECT = 0.55           # height / width
+PIXEL_RATIO = 2               # rendered pixels per CSS pixel: sharp on HiDPI screens
 
 
 def _render(canvas) -> bytes:
-    """PNG bytes of an Agg canvas (Pillow's fast compression: the image is redrawn often)."""
-    from PIL import Image
+    """PNG bytes of an Agg canvas, written here: RGB rows, no PNG filter, zlib level 1. Half
+    the time of Pillow's fastest PNG for a few % more bytes; the image is redrawn on every
+    slider step and sent once to the browser on the same machine or nearby."""
+    import zlib
+
+    import numpy as np
 
     canvas.draw()
-    buf = io.BytesIO()
-    Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba()).save(
-        buf, format="png", compress_level=1)
-    return buf.getvalue()
+    rgb = np.asarray(canvas.buffer_rgba())[:, :, :3]          # the figure is opaque
+    h, w, _ = rgb.shape
+    rows = np.zeros((h, 1 + 3 * w), dtype=np.uint8)           # byte 0 of a row: filter "none"
+    rows[:, 1:] = rgb.reshape(h, -1)
+
+    def chunk(tag: bytes, data: bytes) -> bytes:
+        return (struct.pack(">I", len(data)) + tag + data
+                + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF))
+    header = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)     # 8-bit RGB, no interlace
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
+            + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1)) + chunk(b"IEND", b""))
 
 
 def _figure():
-    """A figure outside pyplot (no global state), with a fixed layout: tight_layout and
-    minor log ticks cost more than the rest of a redraw."""
+    """A figure outside pyplot (no global state) of CHART_WIDTH_PX × PIXEL_RATIO pixels, with a
+    fixed layout: tight_layout and minor log ticks cost more than the rest of a redraw."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(7, 4.2), dpi=80)
+    width_in = CHART_WIDTH_PX / 100            # 100 CSS px per inch: fonts in points read as usual
+    fig = Figure(figsize=(width_in, width_in * CHART_ASPECT), dpi=100 * PIXEL_RATIO)
     canvas = FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    fig.subplots_adjust(left=0.1, right=0.97, bottom=0.12, top=0.92)
+    fig.subplots_adjust(left=0.09, right=0.98, bottom=0.11, top=0.93)
     return canvas, ax
+
+
+def _message(ax, text, color):
+    """A message in the middle of the chart, wrapped to fit inside it (never clipped)."""
+    ax.text(0.5, 0.5, textwrap.fill(text, 70), ha="center", va="center", fontsize=11,
+            color=color, transform=ax.transAxes, zorder=5,
+            bbox=dict(boxstyle="round,pad=0.6", fc="white", ec=color, alpha=0.95))
+
+
+def _slider(options: list, value, what: str, description: str):
+    """A SelectionSlider over `options` at `value` (added to the options if missing); a clear
+    error if `value` is not a positive whole number."""
+    import ipywidgets as w
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise CourseError(f"{what} must be a positive whole number, got {value!r}.")
+    return w.SelectionSlider(options=sorted(set(options) | {int(value)}), value=int(value),
+                             description=description)
 
 
 class _Explorer:
@@ -48,7 +91,10 @@ class _Explorer:
         import ipywidgets as w
 
         self.controls = controls
-        self.image = w.Image(format="png")
+        for c in controls:
+            c.style.description_width = "initial"
+        self.image = w.Image(format="png", layout=w.Layout(
+            width=f"{CHART_WIDTH_PX}px", max_width="100%", height="auto"))
         self.numbers = w.HTML()
         self.last_update_ms = None
         self._canvas, self._ax = _figure()
@@ -63,16 +109,34 @@ class _Explorer:
         t0 = time.perf_counter()
         ax = self._ax
         ax.clear()
+        ax.set_axis_on()
         try:
-            html = self._draw(ax)
+            body = self._draw(ax)
         except CourseError as e:  # e.g. a precision the chip lacks: say so, keep the widget alive
-            html = f"<b>{type(e).__name__}:</b> {e}"
-            ax.text(0.5, 0.5, str(e), ha="center", va="center", wrap=True, transform=ax.transAxes)
+            title = ax.get_title()
+            ax.clear()
+            ax.set_axis_off()
+            ax.set_title(title, fontsize=10)
+            _message(ax, f"{type(e).__name__}: {e}", "C3")
+            body = f"<b>{type(e).__name__}:</b> {html.escape(str(e))}"
         ax.xaxis.set_minor_locator(NullLocator())
         ax.yaxis.set_minor_locator(NullLocator())
         self.image.value = _render(self._canvas)
-        self.numbers.value = html
+        self.numbers.value = f'<div style="line-height:1.6">{body}</div>'
         self.last_update_ms = (time.perf_counter() - t0) * 1e3
+
+    def _chip_dropdown(self, hardware, chip):
+        import ipywidgets as w
+
+        hws = [Hardware.get(h) for h in hardware]
+        if not hws:
+            raise CourseError("hardware must name at least one chip, e.g. ('A100', 'H100').")
+        self.hardware = {h.name: h for h in hws}
+        first = hws[0] if chip is None else Hardware.get(chip)
+        if first.name not in self.hardware:
+            raise CourseError(f"chip={chip!r} is not one of the explorer's hardware "
+                              f"({', '.join(h.key for h in hws)}); add it to hardware.")
+        return w.Dropdown(options=list(self.hardware), value=first.name, description="hardware")
 
     def _ipython_display_(self):
         from IPython.display import display
@@ -80,84 +144,154 @@ class _Explorer:
         display(self.widget)
 
 
+def _knobs_line(knobs) -> str:
+    return f'<span style="color:#666">{html.escape(knobs.describe())}</span>'
+
+
 class RooflineExplorer(_Explorer):
-    def __init__(self, model, hardware, precision, max_batch):
+    """``roofline_explorer``'s widget: batch slider, hardware and precision dropdowns."""
+
+    def __init__(self, model, hardware, precision, max_batch, chip=None, batch=1):
         import ipywidgets as w
 
         self.model = Models.get(model)
-        hws = [Hardware.get(h) for h in hardware]
-        self.hardware = {h.name: h for h in hws}
+        chips = self._chip_dropdown(hardware, chip)
         precs = [p for p in ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4")
-                 if any(p in h.precisions for h in hws)]
-        batches = [2 ** i for i in range(0, max(1, int(max_batch).bit_length()))]
+                 if any(p in h.precisions for h in self.hardware.values())]
+        if precision not in precs:
+            raise CourseError(f"precision={precision!r}: none of these chips has it; "
+                              f"choose one of {', '.join(precs)}.")
+        # an LLM under solve() is one decode step: one new token per sequence
+        self.llm = hasattr(self.model, "kv_elements_per_token")
         super().__init__([
-            w.SelectionSlider(options=batches, value=1, description="batch"),
-            w.Dropdown(options=list(self.hardware), description="hardware"),
-            w.Dropdown(options=precs, value=precision if precision in precs else precs[0],
-                       description="precision"),
+            _slider([2 ** i for i in range(0, max(1, int(max_batch).bit_length()))], batch,
+                    "batch", "batch (sequences)" if self.llm else "batch"),
+            chips,
+            w.Dropdown(options=precs, value=precision, description="precision"),
         ])
 
     def _draw(self, ax):
+        from .analysis import max_batch_size
+
         batch, hw_name, prec = (c.value for c in self.controls)
         hw = self.hardware[hw_name]
+        what = f"{self.model.name} decode step" if self.llm else self.model.name
+        ax.set_title(f"{what} on {hw.name}, {prec}, batch {batch}", fontsize=10)
         p = solve(self.model, hw, batch_size=batch, precision=prec)
+        if self.llm and hw.memory_capacity_si:
+            most = max_batch_size(self.model, hw, context_tokens=1, precision=prec)
+            if batch > most:
+                return self._does_not_fit(ax, hw, prec, batch, most)
         draw_roofline(ax, hw, prec, _points([p]))
-        ax.set_title(f"{self.model.name} on {hw.name}, {prec}", fontsize=10)
-        return (f"batch {batch}: FLOPs {p.flops_si:.3g}, bytes {p.bytes_si:.3g}, intensity "
-                f"{p.flops_si / p.bytes_si:.3g} FLOP/byte vs ridge {hw.ridge_point_si(prec):.3g} "
-                f"&rarr; <b>{p.bottleneck}</b>; latency {_fmt_time(p.latency_si)} "
-                f"(compute {_fmt_time(p.t_compute_si)}, memory {_fmt_time(p.t_memory_si)}); "
-                f"{float(p.throughput.m):.4g} {self.model.sample}s/s. {p.knobs.describe()}.")
+        unit = "tokens/s" if self.llm else f"{self.model.sample}s/s"
+        intensity, ridge = p.flops_si / p.bytes_si, p.ridge_point.m
+        side = "above" if intensity >= ridge else "below"
+        return (f"<b>batch {batch}</b>: {fmt_flops(p.flops_si)} and {fmt_bytes(p.bytes_si)} moved "
+                f"&rarr; intensity {fmt_sig(intensity)} FLOP/byte, {side} the ridge "
+                f"({fmt_sig(ridge)}) &rarr; <b>{p.bottleneck}</b><br>"
+                f"latency <b>{fmt_time(p.latency_si)}</b> = max(compute {fmt_time(p.t_compute_si)}, "
+                f"memory {fmt_time(p.t_memory_si)}) &middot; <b>{fmt_rate(float(p.throughput.m), unit)}"
+                f"</b><br>{_knobs_line(p.knobs)}")
+
+    def _does_not_fit(self, ax, hw, prec, batch, most):
+        draw_roofline(ax, hw, prec)
+        weights, cap = self.model.weight_bytes(prec), fmt_bytes(hw.memory_capacity_si)
+        if most == 0:
+            why = f"the {prec} weights alone ({fmt_bytes(weights)}) exceed its {cap}"
+        else:
+            why = f"{batch} sequences need more than its {cap}; at most {most} fit"
+        _message(ax, f"Does not fit on one {hw.key}: {why}. Not run.", "C3")
+        return f"<b>Does not fit</b> on one {html.escape(hw.name)}: {why}. Nothing is plotted."
 
 
 class ServingExplorer(_Explorer):
-    def __init__(self, model, hardware):
+    """``serving_explorer``'s widget: batch, prompt and output sliders; chip and formats."""
+
+    WEIGHTS = ("fp16", "bf16", "fp8", "int8", "int4")
+    KV = ("fp16", "fp8", "int8")
+
+    def __init__(self, model, hardware, chip=None, batch=1, prompt_tokens=2048,
+                 output_tokens=128, weight_precision="fp16", kv_precision="fp16"):
         import ipywidgets as w
 
         self.model = Models.get(model)
-        hws = [Hardware.get(h) for h in hardware]
-        self.hardware = {h.name: h for h in hws}
+        if not hasattr(self.model, "prefill_table"):
+            raise CourseError(f"serving_explorer needs an LLM such as 'Llama3_8B'; "
+                              f"{self.model.name} is a {self.model.kind}: use roofline_explorer.")
+        chips = self._chip_dropdown(hardware, chip)
+        for value, options, what in ((weight_precision, self.WEIGHTS, "weight_precision"),
+                                     (kv_precision, self.KV, "kv_precision")):
+            if value not in options:
+                raise CourseError(f"{what}={value!r}: choose one of {', '.join(options)}.")
         super().__init__([
-            w.SelectionSlider(options=[2 ** i for i in range(0, 10)], value=1, description="batch"),
-            w.SelectionSlider(options=[2 ** i for i in range(4, 16)], value=2048, description="prompt"),
-            w.SelectionSlider(options=[2 ** i for i in range(0, 13)], value=128, description="output"),
-            w.Dropdown(options=list(self.hardware), description="hardware"),
-            w.Dropdown(options=["fp16", "bf16", "int8", "int4", "fp8"], value="fp16", description="weights"),
-            w.Dropdown(options=["fp16", "int8", "fp8"], value="fp16", description="KV cache"),
+            _slider([2 ** i for i in range(0, 10)], batch, "batch", "batch (sequences)"),
+            _slider([2 ** i for i in range(4, 16)], prompt_tokens, "prompt_tokens", "prompt tokens"),
+            _slider([2 ** i for i in range(0, 13)], output_tokens, "output_tokens", "output tokens"),
+            chips,
+            w.Dropdown(options=self.WEIGHTS, value=weight_precision, description="weights"),
+            w.Dropdown(options=self.KV, value=kv_precision, description="KV cache"),
         ])
 
     def _draw(self, ax):
         batch, prompt, output, hw_name, wp, kvp = (c.value for c in self.controls)
         hw = self.hardware[hw_name]
+        ax.set_title(f"{self.model.name} on {hw.key}: batch {batch}, prompt {prompt}, "
+                     f"output {output}; weights {wp}, KV cache {kvp}", fontsize=10)
         s = serve(self.model, hw, prompt_tokens=prompt, output_tokens=output, batch_size=batch,
                   precision="fp16", weight_precision=wp, kv_precision=kvp)
+        cap = hw.memory_capacity_si
+        memory = (f"memory per GPU {fmt_bytes(s.memory_per_gpu_si)} (weights "
+                  f"{fmt_bytes(s.weight_bytes_si)} + KV cache {fmt_bytes(s.kv_cache_bytes_si)})")
+        if s.fits is False:
+            draw_roofline(ax, hw, "fp16")
+            room = (f"at most {s.max_batch_size} sequences of {prompt + output:,} tokens fit"
+                    if s.max_batch_size else "the weights alone do not fit")
+            _message(ax, f"Does not fit on one {hw.key}: needs {fmt_bytes(s.memory_per_gpu_si)}, "
+                         f"has {fmt_bytes(cap)} ({room}). Not run.", "C3")
+            return (f"<b>Does not fit</b> on one {html.escape(hw.name)}: {memory} &gt; "
+                    f"{fmt_bytes(cap)}; {room}. Nothing is plotted: this batch cannot run here."
+                    f"<br>{_knobs_line(s.knobs)}")
         draw_roofline(ax, hw, "fp16", _points([("prefill", s.prefill), ("decode (mean step)", s.decode)]))
-        ax.set_title(f"{self.model.name} on {hw.name}", fontsize=10)
-        fit = "fits" if s.fits else "<b>does not fit</b>"
-        return (f"TTFT {_fmt_time(s.prefill.latency_si)} (<b>{s.prefill.bottleneck}</b>), "
-                f"TPOT {_fmt_time(s.decode.latency_si)} (<b>{s.decode.bottleneck}</b>), "
-                f"end to end {_fmt_time(s.e2e_latency_si)}, {batch / s.decode.latency_si:.4g} tokens/s; "
-                f"memory {s.memory_per_gpu_si / 1e9:.3g} GB ({fit}; max batch {s.max_batch_size}). "
-                f"{s.knobs.describe()}.")
+        fit = ("capacity unknown" if s.fits is None else
+               f"of {fmt_bytes(cap)}: fits; at most {s.max_batch_size} sequences of "
+               f"{prompt + output:,} tokens fit")
+        return (f"TTFT <b>{fmt_time(s.prefill.latency_si)}</b> (prefill, <b>{s.prefill.bottleneck}</b>)"
+                f" &middot; TPOT <b>{fmt_time(s.decode.latency_si)}</b> (decode, "
+                f"<b>{s.decode.bottleneck}</b>) &middot; end to end {fmt_time(s.e2e_latency_si)} "
+                f"&middot; <b>{fmt_rate(batch / s.decode.latency_si, 'tokens/s')}</b><br>"
+                f"{memory} {fit}<br>{_knobs_line(s.knobs)}")
 
 
 def roofline_explorer(model="ResNet50", hardware=("A100", "H100", "H200"), precision="fp16",
-                      max_batch=1024) -> RooflineExplorer:
+                      max_batch=1024, *, chip=None, batch=1) -> RooflineExplorer:
     """Batch-size slider, hardware and precision dropdowns over ``solve``; display the result.
 
-    >>> e = roofline_explorer("ResNet50", ("A100", "V100"))
+    It opens on `chip` (one of `hardware`; default the first) at `batch`. For an LLM each
+    point is one decode step (one token per sequence), so throughput reads tokens/s.
+
+    >>> e = roofline_explorer("ResNet50", ("V100", "A100"), chip="A100", batch=8)
+    >>> e.controls[1].value, e.controls[0].value
+    ('NVIDIA A100 SXM 80GB', 8)
     >>> e.controls[0].value = 256            # what moving the slider does
     >>> "batch 256" in e.numbers.value
     True
     """
-    return RooflineExplorer(model, hardware, precision, max_batch)
+    return RooflineExplorer(model, hardware, precision, max_batch, chip=chip, batch=batch)
 
 
-def serving_explorer(model="Llama3_8B", hardware=("A100", "H100", "H200")) -> ServingExplorer:
+def serving_explorer(model="Llama3_8B", hardware=("A100", "H100", "H200"), *, chip=None,
+                     batch=1, prompt_tokens=2048, output_tokens=128, weight_precision="fp16",
+                     kv_precision="fp16") -> ServingExplorer:
     """Batch, prompt and output sliders, hardware and precision dropdowns over ``serve``.
 
-    >>> e = serving_explorer("Llama3_8B", ("H100",))
-    >>> "TTFT" in e.numbers.value
+    It opens on `chip` (one of `hardware`; default the first) with the given batch, lengths
+    and formats. A batch whose weights and KV cache exceed the chip's memory is shown as not
+    fitting, not plotted.
+
+    >>> e = serving_explorer("Llama3_8B", ("A100", "H100"), chip="H100")
+    >>> "TTFT" in e.numbers.value and "tokens/s" in e.numbers.value
     True
     """
-    return ServingExplorer(model, hardware)
+    return ServingExplorer(model, hardware, chip=chip, batch=batch, prompt_tokens=prompt_tokens,
+                           output_tokens=output_tokens, weight_precision=weight_precision,
+                           kv_precision=kv_precision)

@@ -1,0 +1,91 @@
+"""Numbers for people: engineering units with sensible precision (the explorers' and the
+plots' text), never ``1.21e+03 s`` or ``2.22e+03 GB``.
+
+Three significant digits for measured-looking quantities (times, bytes, FLOPs) with an SI
+prefix chosen so the number sits in [1, 1000); rates of 100 and more are whole numbers with
+thousands separators, as the lessons print them. Decimal prefixes for bytes (GB = 10⁹ B), the
+course's convention.
+
+>>> fmt_time(1210.4), fmt_time(0.0167), fmt_time(1.2e-4)
+('20.2 min', '16.7 ms', '120 µs')
+>>> fmt_bytes(2.22e12), fmt_flops(2.09e12), fmt_rate(18889.4, "images/s")
+('2.22 TB', '2.09 TFLOP', '18,889 images/s')
+"""
+from __future__ import annotations
+
+import math
+
+_PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
+
+
+def fmt_sig(x: float, digits: int = 3) -> str:
+    """`x` to `digits` significant digits, without an exponent; 1000 and more as a whole
+    number with thousands separators.
+
+    >>> fmt_sig(65.27), fmt_sig(6.7), fmt_sig(0.9994), fmt_sig(1209.6), fmt_sig(0)
+    ('65.3', '6.70', '0.999', '1,210', '0')
+    """
+    x = float(x)
+    if not math.isfinite(x):
+        return str(x)
+    if x == 0:
+        return "0"
+    exp = math.floor(math.log10(abs(x)))
+    rounded = round(x, digits - 1 - exp)
+    if rounded and math.floor(math.log10(abs(rounded))) > exp:   # 9.996 -> 10.0
+        exp += 1
+    if exp >= digits - 1:
+        return f"{round(rounded, digits - 1 - exp):,.0f}"
+    return f"{rounded:.{digits - 1 - exp}f}"
+
+
+def _prefixed(x: float, unit: str) -> str:
+    for scale, prefix in _PREFIXES:
+        if abs(x) >= scale * 0.9995:        # 999.6 GB prints as 1.00 TB, not 1,000 GB
+            return f"{fmt_sig(x / scale)} {prefix}{unit}"
+    return f"{fmt_sig(x)} {unit}"
+
+
+def fmt_time(seconds: float) -> str:
+    """A duration: ns, µs, ms, s; minutes and hours past two of each.
+
+    >>> fmt_time(0.0067), fmt_time(1.05), fmt_time(7200 * 3)
+    ('6.70 ms', '1.05 s', '6.00 h')
+    """
+    t = float(seconds)
+    if t >= 7200:
+        return f"{fmt_sig(t / 3600)} h"
+    if t >= 120:
+        return f"{fmt_sig(t / 60)} min"
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if t >= scale * 0.9995:
+            return f"{fmt_sig(t / scale)} {unit}"
+    return f"{fmt_sig(t / 1e-9)} ns"
+
+
+def fmt_bytes(nbytes: float) -> str:
+    """A size in decimal units (kB, MB, GB, TB).
+
+    >>> fmt_bytes(16.06e9), fmt_bytes(131072), fmt_bytes(512)
+    ('16.1 GB', '131 kB', '512 B')
+    """
+    return _prefixed(float(nbytes), "B")
+
+
+def fmt_flops(flops: float) -> str:
+    """A FLOP count (GFLOP, TFLOP, ...).
+
+    >>> fmt_flops(1.5e10)
+    '15.0 GFLOP'
+    """
+    return _prefixed(float(flops), "FLOP")
+
+
+def fmt_rate(per_second: float, what: str) -> str:
+    """A throughput such as tokens/s: whole numbers from 100 up, else 3 significant digits.
+
+    >>> fmt_rate(133.33, "tokens/s"), fmt_rate(59.92, "tokens/s")
+    ('133 tokens/s', '59.9 tokens/s')
+    """
+    r = float(per_second)
+    return f"{r:,.0f} {what}" if abs(r) >= 99.95 else f"{fmt_sig(r)} {what}"
