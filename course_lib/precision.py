@@ -17,7 +17,6 @@ BYTES_PER_ELEMENT = {
 PRECISIONS = tuple(BYTES_PER_ELEMENT)
 INTEGER_PRECISIONS = ("int8", "int4")     # their peaks are in TOPS, not TFLOP/s
 # 16-, 32- and 64-bit floats: attention and the KV cache run in these unless told otherwise
-# (fp64: lesson 5's CPU kernels, on a measured machine that has no fp16 peak at all)
 WIDE_FLOATS = ("fp64", "fp32", "tf32", "fp16", "bf16")
 
 _ALIASES = {"float64": "fp64", "double": "fp64", "float32": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16",
