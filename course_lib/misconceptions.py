@@ -38,7 +38,7 @@ MISCONCEPTIONS: dict[str, Misconception] = {
         "Recount the FLOPs at 2 per multiply-accumulate, the convention the datasheet peaks use."),
     "bytes-per-element": Misconception(
         "using the wrong number of bytes per element",
-        "Recount the bytes with the format's size: fp32 4, fp16/bf16 2, fp8/int8 1, int4 half a byte."),
+        "Recount the bytes with the format's size: fp64 8, fp32 4, fp16/bf16 2, fp8/int8 1, int4 half a byte."),
     "weights-only": Misconception(
         "counting only the weights' bytes",
         "Add the bytes each sample moves on its own: activations read and written by every layer, "
@@ -60,6 +60,16 @@ MISCONCEPTIONS: dict[str, Misconception] = {
     "k-or-v-only": Misconception(
         "storing only K or only V",
         "The cache holds both K and V: a factor of 2 in the bytes per token."),
+    "no-temporaries": Misconception(
+        "leaving out the temporary arrays a numpy expression writes and reads back",
+        "numpy evaluates one operation at a time: each intermediate result is a full-size array that "
+        "one operation writes and the next reads. Count those bytes too."),
+    "no-reuse": Misconception(
+        "charging every multiply-accumulate its own operand reads from memory, as if nothing were "
+        "reused from cache",
+        "A matrix product reads each matrix from memory about once and reuses every element from "
+        "cache for many multiply-accumulates: count the bytes the matrices move, not the operands "
+        "each multiply touches."),
     "attention-quadratic": Misconception(
         "treating all of prefill as attention, quadratic in the prompt",
         "Most prefill FLOPs are the weight matmuls, linear in the prompt; only attention grows like "
@@ -70,11 +80,17 @@ MISCONCEPTIONS: dict[str, Misconception] = {
         "Memory capacities are binary (a datasheet's \"80 GB\" of HBM is 80 GiB; nvidia-smi counts MiB "
         "of 2^20 B); bandwidths and GB in this course are decimal (10^9 B). Convert to bytes first."),
     "unit-prefix": Misconception(
-        "a unit prefix slip (a factor of 1000)",
-        "Carry the units through: T = 10^12, G = 10^9, M = 10^6; ms = 10^-3 s, us = 10^-6 s."),
+        "a unit prefix slip (a factor of 1000, or of 1024 between binary prefixes)",
+        "Carry the units through: T = 10^12, G = 10^9, M = 10^6; ms = 10^-3 s, us = 10^-6 s; "
+        "KiB, MiB and GiB are each 1024 times the one before."),
     "inverted-ratio": Misconception(
         "dividing the wrong way round",
         "Check which quantity goes on top of the ratio the question asks for."),
+    # the memory hierarchy
+    "data-in-dram": Misconception(
+        "placing a warm working set in DRAM because that is where its arrays were allocated",
+        "Once a kernel has touched its data, each further pass reads it from the smallest cache that "
+        "holds it: compare the working set with each cache's size."),
     # datasheets
     "sustained-bandwidth": Misconception(
         "dividing by the sustained (measured) bandwidth where the datasheet's is asked for",

@@ -8,8 +8,10 @@ under each change in ``STANDARD`` by ``tests/test_question_robustness.py``.
 
 ``perturb`` is a context manager. Inside its ``with`` block, and only there:
 
-* ``compute_efficiency=e`` -- every zoo chip's peaks are ``e`` × the datasheet's;
-* ``memory_efficiency=e``  -- every zoo chip's memory bandwidth is ``e`` × the datasheet's;
+* ``compute_efficiency=e`` -- every zoo chip's peaks are ``e`` × the datasheet's (and those
+                              ``course_lib.measure.this_machine()`` returns, ``e`` × the measured);
+* ``memory_efficiency=e``  -- every zoo chip's memory bandwidth is ``e`` × the datasheet's (a
+                              measured machine's, ``e`` × the measured);
 * ``activation_bytes=f``   -- every activation byte counted by ``solve``, ``serve`` and the
                               analysis functions is multiplied by ``f`` (weights and KV cache
                               are not);

@@ -101,7 +101,7 @@ class Precisions:
 
 def sixteen_bit(hardware, fmt: str) -> str:
     """The format attention and the KV cache use by default alongside `fmt` activations:
-    `fmt` itself if it is a 16- or 32-bit float, else fp16 (bf16 on a chip without fp16).
+    `fmt` itself if it is a 16-, 32- or 64-bit float, else fp16 (bf16 on a chip without fp16).
 
     This is TensorRT-LLM's default for quantized models (SmoothQuant W8A8, fp8): the weight
     matmuls run in 8 bits, while attention's matmuls and the KV cache stay in 16 bits unless
@@ -115,7 +115,7 @@ def sixteen_bit(hardware, fmt: str) -> str:
 def precisions(hardware, precision, weight_precision=None, activation_precision=None,
                kv_precision=None, attention_precision=None) -> Precisions:
     """`precision` is the default for weights and activations, and for the KV cache and
-    attention when it is a 16- or 32-bit float; with an 8- or 4-bit `precision` (W8A8, fp8)
+    attention when it is a 16-, 32- or 64-bit float; with an 8- or 4-bit `precision` (W8A8, fp8)
     the KV cache and attention stay in 16 bits (``sixteen_bit``). The others override it."""
     p = normalize(precision)
     weights = normalize(weight_precision, "weight_precision") if weight_precision else p

@@ -231,6 +231,32 @@ def test_an_unresolved_level_has_no_bandwidth():
     assert "not resolved" in hw.report()
 
 
+def test_a_perturbation_scales_the_measured_machine_and_says_so(monkeypatch):
+    """perturb's efficiencies reach this_machine() as they reach the zoo (the robustness test of
+    lesson 5's graded answers relies on it); outside the block the measurement is untouched."""
+    import course_lib.measure as measure
+    from course_lib.sensitivity import perturb
+    monkeypatch.setattr(measure, "_CACHE", {(True, None): example()})
+    monkeypatch.setattr(measure, "_SCALED", {})
+    hw = this_machine(quick=True)
+    with perturb(compute_efficiency=0.85):
+        slow = this_machine(quick=True)
+        assert this_machine(quick=True) is slow
+    assert slow is not hw and "perturbed: compute_efficiency=0.85" in slow.name
+    assert slow.peak_flops_si("fp64") == pytest.approx(0.85 * hw.peak_flops_si("fp64"))
+    assert slow.memory_bandwidth_si == hw.memory_bandwidth_si and slow.runs is hw.runs
+    with perturb(memory_efficiency=0.85):
+        narrow = this_machine(quick=True)
+    assert narrow.memory_bandwidth_si == pytest.approx(0.85 * hw.memory_bandwidth_si)
+    assert narrow.bandwidth_si("L2") == pytest.approx(0.85 * hw.bandwidth_si("L2"))
+    assert narrow.ridge_point_si("fp64") == pytest.approx(hw.ridge_point_si("fp64") / 0.85)
+    with perturb(capacity="decimal"):             # nothing to change on a measured machine
+        assert this_machine(quick=True) is hw
+    assert this_machine(quick=True) is hw and hw.name == "example machine"
+    with pytest.raises(ValueError, match="positive factor"):
+        hw.scaled(compute=0)
+
+
 # ---- the optional GPU path, without a GPU ----------------------------------------------------------
 def test_without_pytorch_the_gpu_path_says_why(monkeypatch):
     from course_lib.measure import gpu

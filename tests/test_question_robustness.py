@@ -7,6 +7,13 @@ course_lib is perturbed through ``course_lib.sensitivity.perturb``: its chips, a
 bytes and capacities change for the whole cell, so the test really re-solves the question.
 Numbers that are not ratios (intensities, times, bytes, counts) may move with the model and
 are not held to this; a check of a regime, a choice or a ratio must still pass.
+
+Lesson 5 grades against the machine measured in the same process (``this_machine()``), not a
+datasheet. ``perturb`` scales that measurement's peaks and bandwidths like a zoo chip's, so its
+regimes and choices are re-solved here as "this machine, 15% slower in compute or in memory";
+the last test below makes sure the perturbation really reaches them. What no perturbation can
+stand in for -- another CPU, a noisy run, the grader's one thread without /sys -- is tested by
+tests/test_measure.py (three runs, the grader's conditions), on the machine running the tests.
 """
 from __future__ import annotations
 
@@ -91,3 +98,19 @@ def test_the_checks_see_the_perturbation():
     run_hidden(q.hidden["hello_q2_correct"], values)
     with perturb(compute_efficiency=0.85), pytest.raises(CheckFailed):
         run_hidden(q.hidden["hello_q2_correct"], values)
+
+
+def test_the_measured_machine_sees_the_perturbation():
+    """Lesson 5's checks are re-solved on the perturbed measurement, not on a cached copy: a
+    memory 100x slower than measured puts the ridge above the 1024^3 matmul's intensity, so the
+    solution's regime must then fail."""
+    lesson = LESSONS.get("05_your_machine")
+    if lesson is None:
+        pytest.skip("lesson 5 not present")
+    ns = lesson.namespace()
+    q = lesson.questions["mach_q3"]                  # regimes on this machine's measured ridge
+    values = lesson.answers(ns, q)
+    run_hidden(q.hidden["mach_q3_correct"], values)
+    with perturb(memory_efficiency=0.01), pytest.raises(CheckFailed) as e:
+        run_hidden(q.hidden["mach_q3_correct"], values)
+    assert str(e.value).startswith("q3_matmul_regime"), str(e.value)

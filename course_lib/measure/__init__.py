@@ -16,6 +16,11 @@ True
 'memory-bound'
 
 The measurement is cached per process: call again with ``refresh=True`` to measure anew.
+Inside a ``course_lib.sensitivity.perturb`` block, ``this_machine()`` scales the measured peaks
+and bandwidths by the block's compute and memory efficiencies, as the zoo's chips are scaled,
+and says so in its name (what-ifs such as "a run 15% slower"; the other changes need nothing
+here: ``solve`` scales activation bytes itself, and a measured capacity is an exact byte count,
+neither binary nor decimal).
 ``python -m course_lib.measure`` prints a full report (``--gpu`` measures a CUDA GPU with
 PyTorch instead, when one is there).
 """
@@ -29,6 +34,7 @@ __all__ = ["this_machine", "this_gpu", "MeasuredHardware", "KernelRun", "SweepPo
            "cache_level_of", "cache_sizes", "numpy_axpy", "plot_hierarchical_roofline", "plot_sweep"]
 
 _CACHE: dict = {}
+_SCALED: dict = {}      # (key, assumptions) -> the measurement scaled by a perturb block
 
 
 def this_machine(quick=None, refresh: bool = False, threads=None, progress=None) -> MeasuredHardware:
@@ -52,7 +58,24 @@ def this_machine(quick=None, refresh: bool = False, threads=None, progress=None)
     key = (want_quick(quick), threads)
     if refresh or key not in _CACHE:
         _CACHE[key] = measure_cpu(quick=key[0], threads=threads, progress=progress)
-    return _CACHE[key]
+        _SCALED.clear()
+    return _as_assumed(key, _CACHE[key])
+
+
+def _as_assumed(key, measured: MeasuredHardware) -> MeasuredHardware:
+    """The measurement under the efficiencies of course_lib.sensitivity.perturb in force (itself
+    outside any block): the same copy for the same block, its name saying what was changed."""
+    from .. import sensitivity
+
+    a = sensitivity.current()
+    if a.compute_efficiency == 1 and a.memory_efficiency == 1:
+        return measured
+    if (key, a) not in _SCALED:
+        changed = [f"{name}={v:g}" for name, v in (("compute_efficiency", a.compute_efficiency),
+                                                    ("memory_efficiency", a.memory_efficiency)) if v != 1]
+        _SCALED[(key, a)] = measured.scaled(a.compute_efficiency, a.memory_efficiency,
+                                            tag="perturbed: " + ", ".join(changed))
+    return _SCALED[(key, a)]
 
 
 def this_gpu(device: int = 0, quick: bool = False, progress=None) -> MeasuredHardware:

@@ -8,7 +8,8 @@ and the kernels of known intensity it timed.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import copy
+from dataclasses import dataclass, replace
 
 from ..hardware import Hardware
 from ..roofline import COMPUTE_BOUND, MEMORY_BOUND
@@ -126,6 +127,26 @@ class MeasuredHardware(Hardware):
         self.caches = caches
         self.wall_time_s = float(wall_time_s)
         self.kind = kind
+
+    def scaled(self, compute: float = 1.0, memory: float = 1.0, tag: str = "") -> "MeasuredHardware":
+        """A copy whose peaks are `compute` x these and whose bandwidths (DRAM and every level)
+        are `memory` x these; `tag` is added to its name (``[tag]``). The timed kernels are
+        left as they ran. Used by ``this_machine()`` under ``course_lib.sensitivity.perturb``.
+
+        >>> from course_lib.measure.result import example
+        >>> slow = example().scaled(compute=0.5, tag="half the peak")
+        >>> slow.name, slow.peak_flops_si("fp64") / 1e9, slow.memory_bandwidth_si / 1e9
+        ('example machine [half the peak]', 40.0, 20.0)
+        """
+        for what, f in (("compute", compute), ("memory", memory)):
+            if isinstance(f, bool) or not isinstance(f, (int, float)) or not f > 0:
+                raise ValueError(f"{what} is a positive factor such as 0.85, got {f!r}.")
+        hw = copy.copy(self)
+        hw._peaks = {p: v * compute for p, v in self._peaks.items()}
+        hw.memory_bandwidth_si = self.memory_bandwidth_si * memory
+        hw.levels = {n: replace(lv, bandwidth=lv.bandwidth * memory) for n, lv in self.levels.items()}
+        hw.name = f"{self.name} [{tag}]" if tag else self.name
+        return hw
 
     # ---- questions one asks of a measurement -------------------------------------------------
     @property
