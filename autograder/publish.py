@@ -91,17 +91,16 @@ def lessons_table(release: Path) -> str:
 
 
 def secret_lines(source: Path, release: Path) -> set[str]:
-    """Every line of a solution or hidden-test block in source/*/*.ipynb that the student release
-    does not show anyway; import lines name the public library and give nothing away."""
+    """Every line of a solution or hidden-test block in source/*/*.ipynb that no student notebook
+    shows anyway; import lines name the public library and give nothing away."""
     import nbformat
 
+    # a line that any student notebook shows is public, whichever lesson's block it is also in
+    shown = "\n".join(c.source for public in sorted(Path(release).glob("*/*.ipynb"))
+                      for c in nbformat.read(str(public), as_version=4).cells)
     secrets = set()
     for src in sorted(Path(source).glob("*/*.ipynb")):
         nb = nbformat.read(str(src), as_version=4)
-        public = Path(release) / src.parent.name / src.name
-        shown = ""
-        if public.exists():
-            shown = "\n".join(c.source for c in nbformat.read(str(public), as_version=4).cells)
         for cell in nb.cells:
             inside = False
             for line in cell.source.splitlines():

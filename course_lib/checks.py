@@ -28,7 +28,7 @@ returns whether the answer holds; with ``mistakes=`` it also names a matching mi
 
     check_answer("hello_q2", "q2_ridge", Number("FLOP/byte", rel_tol=0.02), truth=ridge,
                  mistakes={"mac-as-1-flop": ridge / 2, "sparse-peak": 2 * ridge},
-                 hint="Divide the dense fp16 peak in FLOP/s by the bandwidth in byte/s.")
+                 hint="Which two datasheet figures make a ridge point?")
 
 ``truth`` and each mistake's value are computed with course_lib in the cell (a regime may
 be given as a result with ``.bottleneck``; a mistake may list several values, and None for a

@@ -3,11 +3,11 @@
 Their FLOPs and bytes are formulas a student can check by hand:
 
 >>> from course_lib.models.kernels import dot, matmul
->>> k = dot(1_000_000)
+>>> k = dot(1000)
 >>> k.flops_per_sample, k.elements_per_sample        # n MACs = 2n FLOPs; reads x, y, writes 1
-(2000000.0, 2000001.0)
->>> round(k.arithmetic_intensity("fp16"), 3)         # 2n FLOPs / (2 B · (2n + 1))
-0.5
+(2000.0, 2001.0)
+>>> round(k.arithmetic_intensity("fp32"), 4)         # 2n FLOPs / (4 B · (2n + 1))
+0.2499
 >>> matmul(4096, 4096, 4096).arithmetic_intensity("fp16")   # 2MNK / (2 B · (MK + KN + MN))
 1365.3333333333333
 """
