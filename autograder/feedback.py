@@ -145,15 +145,14 @@ class SafeFeedback(NbGraderPreprocessor):
 def configure_nbgrader_feedback(c) -> None:
     """Make nbgrader's generate_feedback (CLI, formgrader) produce the safe pages: called by the
     course's nbgrader_config.py and by `python -m autograder feedback`."""
-    import nbgrader
     from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
     from nbgrader.preprocessors import GetGrades
 
     c.GenerateFeedback.preprocessors = [GetGrades, SafeFeedback, CSSHTMLHeaderPreprocessor]
-    c.HTMLExporter.template_name = "autograder_feedback"
-    c.HTMLExporter.extra_template_basedirs = [
-        str(Path(nbgrader.__file__).resolve().parent / "server_extensions" / "formgrader" / "templates"),
-        str(TEMPLATES)]
+    # nbgrader's API (the formgrader's button) forces the template name "feedback": the course's
+    # own "feedback" template, found first, is used whatever calls it
+    c.HTMLExporter.template_name = "feedback"
+    c.HTMLExporter.extra_template_basedirs = [str(TEMPLATES)]
 
 
 def feedback_config(course: Course):

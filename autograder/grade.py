@@ -146,10 +146,10 @@ def _failure_cause(log_text: str, error: str) -> str:
     traceback")."""
     import re
 
-    lines = [l.strip() for l in (error + "\n" + log_text).splitlines() if l.strip()]
-    for pat in (r"^(?:nbformat\.\w+\.)?\w*(?:Error|Exception): .+", r"^\[\w+\] .*(?:ERROR|error).*"):
-        hits = [l for l in lines if re.match(pat, l) and "see the above traceback" not in l
-                and not l.startswith("NbGraderException")]
+    lines = [l.strip() for l in (log_text + "\n" + error).splitlines() if l.strip()]
+    for pat in (r"^(?:[\w.]+\.)?\w*(?:Error|Exception): .+", r"^\[\w+\] .*(?:ERROR|error).*"):
+        hits = [l for l in lines if re.match(pat, l) and "the above traceback" not in l
+                and "NbGraderException" not in l]
         if hits:
             return hits[-1][:300]
     return (lines[-1] if lines else "autograde failed (see the log)")[:300]
@@ -167,7 +167,7 @@ def _apply_clean_verdicts(root: Path, a: str, student: str, dest: Path, job: dic
     for p in sorted(dest.glob("*.ipynb")):
         notebooks[p.stem] = nbformat.read(str(p), as_version=4)
     jobs = verify.verification_jobs(tests, notebooks, job.get("truth"))
-    vspec = make_spec(base / "verify", a, None, None, *spec_args)
+    vspec = make_spec(base / "v", a, None, None, *spec_args)
     results = verify.run_clean(jobs, vspec, base / "verify.log")
     verdicts, flags = {}, []
     gb_url = "sqlite:///" + str(root / "gradebook.db")
@@ -231,7 +231,7 @@ def grade_one(job: dict) -> dict:
     _fast_private_gradebooks()
     a, student = job["assignment"], job["student"]
     work = Path(job["work"])
-    base = work / "students" / (job.get("slot") or student)
+    base = work / "s" / str(job.get("slot") or student)   # short: unix socket paths are limited
     if base.exists():
         shutil.rmtree(base)
     root = base / "course"
@@ -259,7 +259,7 @@ def grade_one(job: dict) -> dict:
                     gb.add_submission(a, student, extension=parse_utc(job["extension"]))
         limits = Limits(**job["limits"])
         spec_args = (limits, job["sandbox"], tuple(job["packages"]), work)
-        spec = make_spec(base / "sandbox", a, root / "submitted" / student / a, Path(job["extras"]), *spec_args)
+        spec = make_spec(base / "k", a, root / "submitted" / student / a, Path(job["extras"]), *spec_args)
         api = NbGraderAPI(config=autograde_config(root, spec.to_json(), job, job.get("user_config")))
         api.log.setLevel(logging.WARNING)
         result = api.autograde(a, student, force=True, create=True)
@@ -290,7 +290,10 @@ def grade_one(job: dict) -> dict:
     except Exception as e:
         out["error"] = traceback.format_exc()
         out["cause"] = f"{type(e).__name__}: {e}"[:300]
-    klog = base / "sandbox" / "kernel.log"
+    from .sandbox import close_socket_dirs
+
+    close_socket_dirs()
+    klog = base / "k" / "kernel.log"
     if not out["success"] and klog.is_file():
         out["error"] += "\n--- kernel output (last 3000 characters) ---\n" + klog.read_text(errors="replace")[-3000:]
     out["seconds"] = time.monotonic() - t0
@@ -500,7 +503,7 @@ def preflight_key(course: Course, assignment: str, sandbox: bool, packages) -> s
 
     h = hashlib.sha256()
     for part in (__version__, tree_hash(course.source / assignment), str(sandbox), sys.executable,
-                 *[p + tree_hash(Path(p)) for p in package_dirs(tuple(packages))]):
+                 *[p + tree_hash(Path(p)) for p in package_dirs(tuple(packages), site=False)]):
         h.update(part.encode() + b"\0")
     return h.hexdigest()
 
@@ -530,12 +533,15 @@ def run_preflight(course: Course, assignment: str, run: Path, plan: dict, job_ba
     sub.mkdir()
     for nb in course.notebooks(assignment):
         shutil.copy(course.source / assignment / f"{nb}.ipynb", sub / f"{nb}.ipynb")
-    job = {**job_base, "student": "solution", "slot": "_preflight", "submitted": str(sub)}
+    job = {**job_base, "student": "solution", "slot": "p", "submitted": str(sub)}
     res = grade_one(job)
-    where = ", ".join(package_dirs(tuple(packages))) or "the Python installation"
+    where = ", ".join(package_dirs(tuple(packages), site=False)) or "the Python installation"
     if not res["success"]:
+        cause = res["cause"]
+        if "No module named" in cause or "cannot import" in cause:
+            cause = f"the {'sandboxed ' if sandbox else ''}kernel cannot import course_lib from {where}: {cause}"
         raise GradingRefused(f"{assignment}: the instructor's solution could not be graded, so no student was: "
-                             f"{res['cause']}\n(course_lib from {where}; details:\n{res['error'][-2000:]})")
+                             f"{cause}\n(details, from the log:\n{res['log'][-3000:]}\n{res['error'][-1500:]})")
     lost = []
     for nb, d in res["data"]["notebooks"].items():
         for gid, g in d["grades"].items():
@@ -556,7 +562,7 @@ def run_preflight(course: Course, assignment: str, run: Path, plan: dict, job_ba
                                  "scores": {g: [v["auto_score"], v["max_score"]] for g, v in d["grades"].items()}}
                             for nb, d in res["data"]["notebooks"].items()}}
     _write_json(course.state / assignment / "preflight.json", record)
-    shutil.rmtree(run / "students" / "_preflight", ignore_errors=True)
+    shutil.rmtree(run / "s" / "p", ignore_errors=True)
     shutil.rmtree(sub, ignore_errors=True)
     return record
 
@@ -574,7 +580,7 @@ def _preflight_cause(res: dict, packages, sandbox: bool) -> str:
     msgs = [v.get("message", "") or "" for nb in res["verdicts"].values() for v in nb.values() if not v.get("passed")]
     for m in msgs:
         if "No module named" in m or "could not be recorded" in m or "cannot import" in m:
-            where = ", ".join(package_dirs(tuple(packages))) or "the Python installation"
+            where = ", ".join(package_dirs(tuple(packages), site=False)) or "the Python installation"
             return (f"the {'sandboxed ' if sandbox else ''}kernel cannot import course_lib from {where}: {m}")
     return ""
 
@@ -608,7 +614,7 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
 
     all_students = course.students(assignment)
     wanted = [s for s in all_students if students is None or s in students]
-    pkg_dirs = package_dirs(tuple(packages))
+    pkg_dirs = package_dirs(tuple(packages), site=False)
     todo, skipped, fps = [], [], {}
     for s in wanted:
         fps[s] = _fingerprint(course, assignment, s, sandbox, pkg_dirs)
@@ -657,10 +663,10 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
         ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
         with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=die_with_parent,
                                  initargs=(os.getpid(),)) as pool:
-            futures = {pool.submit(grade_one, {**job_base, "student": s,
+            futures = {pool.submit(grade_one, {**job_base, "student": s, "slot": str(i),
                                                "submitted": str(course.submitted / s / assignment),
                                                "student_record": records.get(s),
-                                               "extension": extensions.get(s)}): s for s in todo}
+                                               "extension": extensions.get(s)}): s for i, s in enumerate(todo)}
             try:
                 for fut in as_completed(futures):
                     s = futures[fut]
@@ -671,7 +677,7 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
                                "the worker crashed", "error": traceback.format_exc(), "log": "", "seconds": 0.0,
                                "stopped": {}, "notes": [], "flags": []}
                     _finish(course, assignment, res, fps[s], sandbox, summary)
-                    shutil.rmtree(run.path / "students" / s, ignore_errors=True)
+                    shutil.rmtree(run.path / "s" / str(todo.index(s)), ignore_errors=True)
                     if bar:
                         bar.step(s + ("" if res["success"] else " FAILED"))
             except KeyboardInterrupt:

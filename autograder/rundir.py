@@ -23,8 +23,8 @@ LEGACY_AGE = 6 * 3600
 class RunDir:
     """A locked private folder in the temporary directory, removed on close."""
 
-    def __init__(self, kind: str = "grade"):
-        self.path = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{kind}-"))
+    def __init__(self, kind: str = "grade", base: str | None = None):
+        self.path = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{kind}-", dir=base))
         self._lock = open(self.path / ".lock", "w")
         fcntl.flock(self._lock, fcntl.LOCK_EX)
 
@@ -40,8 +40,16 @@ class RunDir:
 
 
 def clean_stale(tmp: Path | None = None) -> list[Path]:
-    """Remove the run folders of dead runs (this user's only); returns what was removed."""
-    tmp = Path(tmp or tempfile.gettempdir())
+    """Remove the run folders of dead runs (this user's only) in the temporary directory (and
+    /tmp, where the kernels' sockets go when it is deep); returns what was removed."""
+    places = [Path(tmp)] if tmp else sorted({Path(tempfile.gettempdir()), Path("/tmp")})
+    removed = []
+    for place in places:
+        removed += _clean(place)
+    return removed
+
+
+def _clean(tmp: Path) -> list[Path]:
     removed = []
     try:
         entries = list(tmp.iterdir())

@@ -109,6 +109,7 @@ for name in sys.argv[1:]:
         continue
     locs = list(spec.submodule_search_locations or []) or ([spec.origin] if spec.origin else [])
     out[name] = {"locations": locs}
+out[" sys.path"] = {"locations": [p for p in sys.path if p]}
 print(json.dumps(out))
 """
 
@@ -131,6 +132,15 @@ def kernel_packages(packages=DEFAULT_PACKAGES) -> dict:
     return found
 
 
+def _site_dirs(packages) -> list[str]:
+    """The kernel's site-packages folders that lie outside the Python install (a shared course
+    environment added by a .pth file, say): its dependencies live there. Only folders named
+    site-packages or dist-packages: a checkout on sys.path would bring solutions/ along."""
+    paths = kernel_packages(tuple(packages)).get(" sys.path", {}).get("locations", [])
+    return [os.path.realpath(p) for p in paths
+            if os.path.basename(os.path.normpath(p)) in ("site-packages", "dist-packages") and os.path.isdir(p)]
+
+
 def grader_package(name: str) -> str | None:
     """Where this grader process imports `name` from (for messages), or None."""
     import importlib.util
@@ -145,12 +155,18 @@ def grader_package(name: str) -> str | None:
     return os.path.realpath(locs[0]) if locs else None
 
 
-def package_dirs(packages=DEFAULT_PACKAGES) -> list[str]:
+def package_dirs(packages=DEFAULT_PACKAGES, site: bool = True) -> list[str]:
     """Directories of the packages the kernel imports that live outside the Python install
-    (editable installs such as course_lib), to be bound read-only at their own path."""
+    (editable installs such as course_lib; with `site`, its site-packages folders there too), to
+    be bound read-only at their own path."""
     out = []
     prefixes = _python_roots()
+    for loc in _site_dirs(packages) if site else []:
+        if not any(loc == p or loc.startswith(p + os.sep) for p in prefixes):
+            out.append(loc)
     for name, where in kernel_packages(tuple(packages)).items():
+        if name == " sys.path":
+            continue
         for loc in where.get("locations", []):
             loc = os.path.realpath(loc)
             if os.path.isfile(loc):
@@ -162,7 +178,8 @@ def package_dirs(packages=DEFAULT_PACKAGES) -> list[str]:
 
 def missing_packages(packages=DEFAULT_PACKAGES) -> dict[str, str]:
     """{package: why} for the packages the kernel's interpreter cannot find at all."""
-    return {name: where["error"] for name, where in kernel_packages(tuple(packages)).items() if "error" in where}
+    return {name: where["error"] for name, where in kernel_packages(tuple(packages)).items()
+            if "error" in where and name != " sys.path"}
 
 
 _SYSTEM_RO = ["/usr", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
@@ -517,7 +534,7 @@ def make_spec(base: Path, assignment: str, files_from: Path | None, extra_from: 
     """Set up the private home and run directory of one submission under `base`. As root, the
     kernel runs as `nobody`, sandboxed or not (RLIMIT_NPROC does not bind root)."""
     uid = NOBODY if os.geteuid() == 0 else None
-    home, run = base / "home", base / "run"
+    home, run = base / "home", socket_dir(base / "run")
     for d in (home, run):
         if d.exists():
             shutil.rmtree(d)
@@ -526,7 +543,8 @@ def make_spec(base: Path, assignment: str, files_from: Path | None, extra_from: 
     if uid is not None:
         os.chown(run, uid, uid)
         if not sandbox:
-            traversable(base, top or base)
+            # a kernel that keeps CAP_DAC_READ_SEARCH (Python under /root) passes anywhere
+            traversable(base, top or base, strict=reachable_by_others(_python_roots() + [sys.executable]))
     inner_home = SANDBOX_HOME if sandbox else str(home)
     return SandboxSpec(
         enabled=sandbox,
@@ -559,7 +577,30 @@ def reachable_by_others(paths) -> bool:
     return all(_reachable(str(p)) for p in paths)
 
 
-def traversable(path: Path, top: Path) -> None:
+MAX_SOCKET_PATH = 100      # a unix socket's path is at most 107 bytes; the kernel adds "/kernel-ipc-NNNNN"
+_SOCKET_DIRS: list = []
+
+
+def socket_dir(wanted: Path) -> Path:
+    """`wanted`, or where that path is too long for the kernel's unix sockets (a deep TMPDIR), a
+    short locked folder in /tmp, removed by close_socket_dirs (or, after a crash, by the next
+    run's clean-up)."""
+    if len(str(wanted)) + 18 <= MAX_SOCKET_PATH:
+        return wanted
+    from .rundir import RunDir
+
+    short = RunDir("k", base="/tmp")
+    os.chmod(short.path, 0o711)      # an unsandboxed kernel (nobody) passes through to its sockets
+    _SOCKET_DIRS.append(short)
+    return short.path / "r"
+
+
+def close_socket_dirs() -> None:
+    while _SOCKET_DIRS:
+        _SOCKET_DIRS.pop().close()
+
+
+def traversable(path: Path, top: Path, strict: bool = True) -> None:
     """Let an unprivileged uid pass through (not list) the folders from `path` up to `top`, which
     this run made (mkdtemp makes them 0700): an unsandboxed kernel reaches its home that way.
     Folders above `top` are not changed; one that others cannot pass through is an error."""
@@ -568,7 +609,7 @@ def traversable(path: Path, top: Path) -> None:
         st = p.stat()
         if p == top or top in p.parents:
             os.chmod(p, (st.st_mode & 0o7777) | 0o111)
-        elif not st.st_mode & 0o001:
+        elif strict and not st.st_mode & 0o001:
             raise RuntimeError(f"an unsandboxed kernel runs as nobody and cannot pass through {p} "
                                f"(mode {st.st_mode & 0o7777:o}): set TMPDIR to a folder others can pass through")
 
