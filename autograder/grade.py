@@ -155,10 +155,11 @@ def _failure_cause(log_text: str, error: str) -> str:
     return (lines[-1] if lines else "autograde failed (see the log)")[:300]
 
 
-def _apply_clean_verdicts(root: Path, a: str, student: str, dest: Path, job: dict, base: Path,
-                          spec_args: tuple) -> tuple[dict, list]:
+def _apply_clean_verdicts(root: Path, a: str, student: str, dest: Path, job: dict,
+                          spec_args: tuple) -> tuple[dict, list, dict]:
     """Re-verify every test in a clean process; the clean verdicts become the scores in the
-    private gradebook and go into each notebook's metadata. Returns (verdicts, disagreements)."""
+    private gradebook and go into each notebook's metadata. Returns (verdicts, disagreements,
+    the autograded notebooks)."""
     import nbformat
     from nbgrader.api import Gradebook
 
@@ -167,8 +168,11 @@ def _apply_clean_verdicts(root: Path, a: str, student: str, dest: Path, job: dic
     for p in sorted(dest.glob("*.ipynb")):
         notebooks[p.stem] = nbformat.read(str(p), as_version=4)
     jobs = verify.verification_jobs(tests, notebooks, job.get("truth"))
-    vspec = make_spec(base / "v", a, None, None, *spec_args)
-    results = verify.run_clean(jobs, vspec, base / "verify.log")
+    vbase = Path(job["work"]) / "v" / str(os.getpid())     # this worker's clean process, reused
+    limits, sandbox, packages = spec_args[0], spec_args[1], spec_args[2]
+    results = verify.run_clean(jobs, lambda: make_spec(vbase, a, None, None, *spec_args),
+                               key=f"{sandbox}:{limits.memory_mb}:{limits.tasks}:{packages}",
+                               log_file=Path(job["work"]) / "v" / f"{os.getpid()}.log")
     verdicts, flags = {}, []
     gb_url = "sqlite:///" + str(root / "gradebook.db")
     with Gradebook(gb_url) as gb:
@@ -205,7 +209,7 @@ def _apply_clean_verdicts(root: Path, a: str, student: str, dest: Path, job: dic
             nbformat.write(nb, str(dest / f"{nb_name}.ipynb"))
         gb.db.commit()
     _late_penalties(root, a, student, list(notebooks), job)
-    return verdicts, flags
+    return verdicts, flags, notebooks
 
 
 def _late_penalties(root: Path, a: str, student: str, notebooks: list, job: dict) -> None:
@@ -218,6 +222,11 @@ def _late_penalties(root: Path, a: str, student: str, notebooks: list, job: dict
     for nb in notebooks:
         pp.preprocess(new_notebook(), {"nbgrader": {"notebook": nb, "assignment": a, "student": student,
                                                     "db_url": "sqlite:///" + str(root / "gradebook.db")}})
+
+
+def _worker_init(parent: int) -> None:
+    die_with_parent(parent)
+    verify.forget_verifiers()
 
 
 def grade_one(job: dict) -> dict:
@@ -267,15 +276,13 @@ def grade_one(job: dict) -> dict:
         out["error"] = result.get("error", "") or ""
         dest = root / "autograded" / student / a
         if result.get("success") and dest.is_dir():
-            import nbformat
-
-            out["verdicts"], out["flags"] = _apply_clean_verdicts(root, a, student, dest, job, base, spec_args)
-            for p in dest.glob("*.ipynb"):
-                meta = nbformat.read(str(p), as_version=4).metadata.get("autograder", {})
-                out["answers"][p.stem] = meta.get("answers", {})
-                out["timings"][p.stem] = meta.get("timings", {})
+            out["verdicts"], out["flags"], books = _apply_clean_verdicts(root, a, student, dest, job, spec_args)
+            for name, book in books.items():
+                meta = book.metadata.get("autograder", {})
+                out["answers"][name] = meta.get("answers", {})
+                out["timings"][name] = meta.get("timings", {})
                 if meta.get("stopped"):
-                    out["stopped"][p.stem] = meta["stopped"]
+                    out["stopped"][name] = meta["stopped"]
             out["data"] = read_submission("sqlite:///" + str(root / "gradebook.db"), a, student)
             out["autograded"] = str(dest)
             out["success"] = True
@@ -447,7 +454,7 @@ def failed_students(course: Course, assignment: str) -> dict[str, str]:
     d = course.state / assignment
     out = {}
     for p in sorted(d.glob("*.json")) if d.is_dir() else []:
-        if p.name.startswith(("preflight", ".")):
+        if p.name.startswith(("_", ".")):   # _preflight.json: not a student (ids start alphanumeric)
             continue
         try:
             st = json.loads(p.read_text())
@@ -512,7 +519,7 @@ def run_preflight(course: Course, assignment: str, run: Path, plan: dict, job_ba
                   packages) -> dict:
     """Grade the instructor's solution exactly as a submission; raise GradingRefused unless it
     earns every autograded point. Returns the record (answers, verdicts, timings) and saves it
-    for the report: autograded/.autograder/<assignment>/preflight.json."""
+    for the report: autograded/.autograder/<assignment>/_preflight.json."""
     t0 = time.monotonic()
     problems = []
     for nb, gid, names in plan["unverifiable"]:
@@ -561,7 +568,7 @@ def run_preflight(course: Course, assignment: str, run: Path, plan: dict, job_ba
                                  "verdicts": res["verdicts"].get(nb, {}),
                                  "scores": {g: [v["auto_score"], v["max_score"]] for g, v in d["grades"].items()}}
                             for nb, d in res["data"]["notebooks"].items()}}
-    _write_json(course.state / assignment / "preflight.json", record)
+    _write_json(course.state / assignment / "_preflight.json", record)
     shutil.rmtree(run / "s" / "p", ignore_errors=True)
     shutil.rmtree(sub, ignore_errors=True)
     return record
@@ -635,7 +642,10 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
         pre_limits = Limits(**{**asdict(limits), "cell_timeout": limits.cell_timeout or PREFLIGHT_CELL_TIMEOUT,
                                "notebook_timeout": limits.notebook_timeout or 900})
         job_base = _job_base(course, assignment, run.path, plan, pre_limits, sandbox, packages, release)
-        record = run_preflight(course, assignment, run.path, plan, job_base, sandbox, packages)
+        try:
+            record = run_preflight(course, assignment, run.path, plan, job_base, sandbox, packages)
+        finally:
+            verify.close_verifiers()      # the workers start their own
         summary.preflight_seconds = record["seconds"]
         per_cell, other, nb_limit = derived_timeouts({nb: d["timings"] for nb, d in record["notebooks"].items()})
         eff = Limits(**{**asdict(limits), "cell_timeout": limits.cell_timeout or other,
@@ -661,7 +671,7 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
                     "truth": record["notebooks"]}
         bar = Progress(len(todo), f"grading {assignment}", stream) if progress else None
         ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
-        with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=die_with_parent,
+        with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=_worker_init,
                                  initargs=(os.getpid(),)) as pool:
             futures = {pool.submit(grade_one, {**job_base, "student": s, "slot": str(i),
                                                "submitted": str(course.submitted / s / assignment),

@@ -117,7 +117,7 @@ def category(entry, truth_entry=None, right: bool | None = None, label: str | No
 def truth(course: Course, assignment: str) -> dict:
     """{notebook: {"answers": ..., "verdicts": ..., "scores": ...}} of the solution, from the
     preflight of the last `grade` run (run again here if the sources changed since)."""
-    path = course.state / assignment / "preflight.json"
+    path = course.state / assignment / "_preflight.json"
     try:
         record = json.loads(path.read_text())
     except (OSError, ValueError):
@@ -146,7 +146,10 @@ def _preflight(course: Course, assignment: str, sandbox: bool) -> dict:
         plan = verify.plan(course.source / assignment, course.notebooks(assignment))
         job = _job_base(course, assignment, run.path, plan, Limits(cell_timeout=PREFLIGHT_CELL_TIMEOUT),
                         sandbox, ("course_lib",), release)
-        return run_preflight(course, assignment, run.path, plan, job, sandbox, ("course_lib",))
+        try:
+            return run_preflight(course, assignment, run.path, plan, job, sandbox, ("course_lib",))
+        finally:
+            verify.close_verifiers()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 import builtins
 import json
-import subprocess
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -64,8 +64,8 @@ def free_names(source: str) -> list[str]:
         if isinstance(node, ast.Name):
             if isinstance(node.ctx, (ast.Store, ast.Del)):
                 defined.add(node.id)
-            elif node.id not in loaded:
-                loaded.append(node.id)
+            else:
+                loaded.append((node.lineno, node.col_offset, node.id))
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             defined.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -75,7 +75,8 @@ def free_names(source: str) -> list[str]:
             defined.add(node.arg)
         elif isinstance(node, ast.ExceptHandler) and node.name:
             defined.add(node.name)
-    return [n for n in loaded if n not in defined and not hasattr(builtins, n)]
+    order = list(dict.fromkeys(n for _, _, n in sorted(loaded)))
+    return [n for n in order if n not in defined and not hasattr(builtins, n)]
 
 
 def _meta(cell) -> dict:
@@ -153,13 +154,13 @@ def grading_values(test: TestCell, answers: dict, nb=None) -> dict[str, dict]:
 # Runs as `python -I -c PROGRAM` (no working directory or PYTHON* variables on sys.path) in a
 # sandbox of its own; reads the job as JSON on stdin, prints the verdicts as JSON.
 PROGRAM = r'''
-import ast, builtins, contextlib, io, json, math, re, sys, warnings
+import ast, builtins, contextlib, io, json, os, re, sys, warnings
 warnings.simplefilter("ignore")
-job = json.load(sys.stdin)
 try:
     from course_lib.answers import decode
+    import course_lib, course_lib.checks   # imported once: every forked child starts with them
 except Exception as e:
-    print(json.dumps({"fatal": f"cannot import course_lib.answers: {type(e).__name__}: {e}"}))
+    print(json.dumps({"fatal": f"cannot import course_lib.answers: {type(e).__name__}: {e}"}), flush=True)
     sys.exit(0)
 WARNING = re.compile(r"^\S.*:\d+: \w*Warning: ")
 
@@ -220,13 +221,42 @@ def run(test):
                     "message": f"partial credit {grade:g} of {points:g}", "label": None}
     return {"passed": True, "score": points, "ename": None, "message": "", "label": None}
 
-out = {}
-for test in job["tests"]:
-    try:
-        out[test["key"]] = run(test)
-    except BaseException as e:   # SystemExit, KeyboardInterrupt raised by a test: a failure
-        out[test["key"]] = fail(type(e).__name__, str(e))
-print(json.dumps({"results": out}))
+def verdicts(job):
+    out = {}
+    for test in job["tests"]:
+        try:
+            out[test["key"]] = run(test)
+        except BaseException as e:   # SystemExit, KeyboardInterrupt raised by a test: a failure
+            out[test["key"]] = fail(type(e).__name__, str(e))
+    return {"results": out}
+
+print(json.dumps({"ready": True}), flush=True)
+for line in sys.stdin:
+    # one child per submission, forked from this process, which has only imported course_lib:
+    # nothing a test did for one submission is there for the next
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            data = json.dumps(verdicts(json.loads(line))).encode()
+        except BaseException as e:
+            data = json.dumps({"fatal": f"{type(e).__name__}: {e}"}).encode()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(w, view):]
+        os._exit(0)
+    os.close(w)
+    chunks = []
+    while True:
+        chunk = os.read(r, 1 << 20)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(r)
+    _, status = os.waitpid(pid, 0)
+    text = b"".join(chunks).decode()
+    print(text if text else json.dumps({"fatal": f"the verifying process died (status {status})"}), flush=True)
 '''
 
 
@@ -234,36 +264,102 @@ class VerifyError(RuntimeError):
     """The clean process could not give verdicts (it did not start, crashed or timed out)."""
 
 
-def run_clean(tests: list[dict], spec, log_file: Path | None = None) -> dict:
+class Verifier:
+    """The clean process, started once per worker (sandboxed like a kernel, with nothing of any
+    student in it) and asked for the verdicts of one submission at a time; each request runs in
+    a child it forks, so every submission is checked by a fresh process."""
+
+    def __init__(self, spec, log_file: Path | None = None):
+        import subprocess
+
+        self.spec = spec
+        cwd = spec.home if spec.enabled else spec.cwd
+        self.log = open(log_file, "ab") if log_file else subprocess.DEVNULL
+        self.proc = subprocess.Popen(spec.command(["-I", "-c", PROGRAM]), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.log, env=dict(spec.env), cwd=cwd)
+        self._buf = b""
+        first = self._line(60)
+        if first.get("fatal"):
+            self.close()
+            raise VerifyError(f"the clean re-verification failed: {first['fatal']}")
+
+    def _line(self, timeout: float) -> dict:
+        import select
+        import time
+
+        deadline = time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                self.close()
+                raise VerifyError(f"the clean re-verification ran past {timeout:.0f} s")
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                self.close()
+                raise VerifyError(f"the clean re-verification process exited ({self.proc.wait()}); see the kernel log")
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        try:
+            return json.loads(line)
+        except ValueError:
+            self.close()
+            raise VerifyError(f"the clean re-verification printed something else: {line[:200]!r}") from None
+
+    def run(self, tests: list[dict]) -> dict:
+        try:
+            self.proc.stdin.write((json.dumps({"tests": tests}) + "\n").encode())
+            self.proc.stdin.flush()
+        except OSError as e:
+            self.close()
+            raise VerifyError(f"the clean re-verification process is gone: {e}") from None
+        out = self._line(30 + VERIFY_TIMEOUT_PER_TEST * len(tests))
+        if "fatal" in out:
+            raise VerifyError(f"the clean re-verification failed: {out['fatal']}")
+        return out["results"]
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout):
+            try:
+                f.close()
+            except OSError:
+                pass
+
+
+_VERIFIERS: dict = {}
+
+
+def close_verifiers() -> None:
+    """Stop this process's clean processes (the grader's own, before it forks workers)."""
+    while _VERIFIERS:
+        _VERIFIERS.popitem()[1].close()
+
+
+def forget_verifiers() -> None:
+    """In a forked worker: the parent's clean processes are not ours."""
+    _VERIFIERS.clear()
+
+
+def run_clean(tests: list[dict], make_spec, key: str = "", log_file: Path | None = None) -> dict:
     """Verdicts {key: {passed, score, ename, message, label}} for `tests`
-    ([{key, grade_id, source, points, values}]) from a fresh Python started by `spec`
-    (autograder.sandbox.SandboxSpec: the kernel's interpreter, sandbox, uid and limits)."""
+    ([{key, grade_id, source, points, values}]) from this process's clean verifier (started by
+    `make_spec()`, an autograder.sandbox.SandboxSpec, when there is none yet or it died)."""
     if not tests:
         return {}
-    cmd = spec.command(["-I", "-c", PROGRAM])
-    cwd = spec.home if spec.enabled else spec.cwd
-    timeout = 30 + VERIFY_TIMEOUT_PER_TEST * len(tests)
-    try:
-        p = subprocess.run(cmd, input=json.dumps({"tests": tests}), capture_output=True, text=True,
-                           env=dict(spec.env), cwd=cwd, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        raise VerifyError(f"the clean re-verification ran past {timeout} s") from None
-    except OSError as e:
-        raise VerifyError(f"the clean re-verification did not start: {e}") from None
-    if log_file:
-        with open(log_file, "a") as f:
-            f.write(p.stderr)
-    try:
-        out = json.loads(p.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        raise VerifyError(f"the clean re-verification failed (exit {p.returncode}): "
-                          f"{(p.stderr.strip().splitlines() or ['no output'])[-1][:300]}") from None
-    if "fatal" in out:
-        raise VerifyError(f"the clean re-verification failed: {out['fatal']}")
-    missing = [t["key"] for t in tests if t["key"] not in out["results"]]
+    v = _VERIFIERS.get(key)
+    if v is None or not v.alive():
+        v = _VERIFIERS[key] = Verifier(make_spec(), log_file)
+    results = v.run(tests)
+    missing = [t["key"] for t in tests if t["key"] not in results]
     if missing:
         raise VerifyError(f"the clean re-verification gave no verdict for {', '.join(missing)}")
-    return out["results"]
+    return results
 
 
 def verification_jobs(tests: dict, notebooks: dict, truth: dict | None = None) -> list[dict]:

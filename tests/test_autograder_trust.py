@@ -83,7 +83,7 @@ def _strip_metadata(data: bytes, duplicate_answer: bool = False) -> bytes:
 EXPECTED = {
     "right": (1, 2, 2), "forms": (1, 2, 2), "gib": (1, 2, 0), "half": (1, 0, 2), "monkey": (1, 0, 0),
     "spy": (1, 2, 2), "importer": (1, 2, 2), "blank": (0, 0, 0), "bom": (1, 2, 2), "bom_collected": (1, 2, 2),
-    "stripped": (1, 2, 2), "huge": (1, 2, 2), "tmp": (1, 2, 2),
+    "stripped": (1, 2, 2), "huge": (1, 2, 2), "tmp": (1, 2, 2), "dict": (1, 2, 0),
 }
 CELLS = ("t3units_q1_form", "t3units_q1_correct", "t3units_q2_correct")
 
@@ -114,6 +114,7 @@ def run(course, tmp_path_factory):
         "bom_collected": BOM + nb(answers=RIGHT),
         "huge": nb(answers=RIGHT, explore=HUGE),
         "tmp": nb(answers=RIGHT, explore=TMP),
+        "dict": nb(answers=_answers(**{Q2: "q2_bytes = {'GB': 16}"})),      # no answer course_lib can record
     }
     src = write_class(base / "in", course, "t3", {s: {"units.ipynb": d} for s, d in students.items()})
     collect_out = run_cli("collect", "t3", src, "--root", c.root, "--source", c.source, "--release-dir", c.release).stdout
@@ -222,6 +223,12 @@ def test_an_ambiguous_repair_fails_and_is_never_a_zero(run):
     assert "left out (grading failed): ambiguous" in run["report"].stdout
     scores = list(csv.DictReader((run["course"].reports / "t3" / "scores.csv").open()))
     assert sorted(r["student"] for r in scores) == sorted(EXPECTED)
+
+
+def test_an_answer_that_cannot_be_recorded_fails_with_a_clear_message(run):
+    page = _text(_page(run, "dict"))
+    assert "q2_bytes could not be recorded: a value of type dict cannot be recorded as an answer: answers are " \
+           "str, int, float, bool, None, pint Quantities" in page
 
 
 def test_a_huge_output_is_cut_in_the_stored_notebook_and_the_feedback(run):
