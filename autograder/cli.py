@@ -211,7 +211,7 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--timeout", type=int, default=None,
                    help="seconds per cell (default: max(10 s, 20x the solution's time for that cell))")
     g.add_argument("--notebook-timeout", type=int, default=None,
-                   help="seconds per notebook (default: max(120 s, 20x the solution's whole run))")
+                   help="seconds per notebook (default: max(300 s, 20x the solution's whole run))")
     g.add_argument("--memory", type=int, default=4096, help="MB of address space per kernel (default 4096)")
     g.add_argument("--tasks", type=int, default=256, help="threads + processes per kernel (default 256)")
     sb = g.add_mutually_exclusive_group()

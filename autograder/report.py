@@ -305,7 +305,7 @@ def plot_misconceptions(rows: list[dict], path: Path) -> None:
         ax.set_yticks(range(len(rs)), [l if len(l) <= 32 else l[:31] + "…" for l in labels], fontsize=8)
         title = rs[0]["title"] or q
         title = title if len(title) <= 60 else title[:59] + "…"
-        ax.set_title(f"{title}\n{var}: {rs[0]['share_wrong']:.0%} wrong of {rs[0]['students']}", fontsize=9)
+        ax.set_title(f"{title}\n{var} (the question: {rs[0]['share_wrong']:.0%} wrong of {rs[0]['students']})", fontsize=9)
         ax.set_xlabel("students", fontsize=8)
         ax.xaxis.get_major_locator().set_params(integer=True)
     fig.suptitle("Predictions vs the truth (green)", fontsize=11)
