@@ -264,6 +264,8 @@ def quiet_nbgrader(verbose: bool = False) -> None:
     except ImportError:  # pragma: no cover
         pass
     if not verbose:
+        # course_lib's unit registry redefines pint's "b" (bits get a dimension): said once, not news
+        logging.getLogger("pint").setLevel(logging.ERROR)
         tl = logging.getLogger("traitlets")
         tl.propagate = False
         if not any(isinstance(h, logging.NullHandler) for h in tl.handlers):
