@@ -518,7 +518,7 @@ def _inbound(exchange: Path, student: str, a: str, when: str, files: dict) -> Pa
     return d
 
 
-@pytest.mark.filterwarnings("ignore:Passing unrecognized arguments to super(ExchangeReleaseFeedback)")  # nbgrader's own
+@pytest.mark.filterwarnings(r"ignore:Passing unrecognized arguments to super\(ExchangeReleaseFeedback\)")  # nbgrader's
 def test_collect_from_the_nbgrader_exchange_and_release_feedback(course, tmp_path):
     exchange = tmp_path / "exchange"
     old, new = "2030-01-01 10:00:00.000000 UTC", "2030-01-02 09:30:00.000000 UTC"
