@@ -18,3 +18,11 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 c.Execute.timeout = 120
 # A submission that deletes a test cell is still graded by the original test: put it back.
 c.OverwriteCells.add_missing_cells = True
+# nbgrader's own feedback (the formgrader's "Generate feedback" button, `nbgrader generate_feedback`)
+# goes through the autograder's scrubbing, exactly as `python -m autograder feedback`: hidden
+# tests shown as their verdict, outputs size-capped, ungraded written answers "awaiting
+# instructor grading". Without the autograder package installed this config fails to load: it
+# must never fall back to nbgrader's pages, which show the hidden tests.
+from autograder.feedback import configure_nbgrader_feedback  # noqa: E402
+
+configure_nbgrader_feedback(c)

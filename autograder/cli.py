@@ -1,4 +1,5 @@
-"""python -m autograder release | collect | grade | feedback | release-feedback | export | report | publish
+"""python -m autograder release | collect | grade | manual | feedback | release-feedback | export |
+report | publish
 
 The course directory (nbgrader_config.py, solutions/, notebooks/, and the grading data: submitted/,
 autograded/, feedback/, gradebook.db, reports/) is --course-dir, or $AUTOGRADER_ROOT, or the
@@ -71,13 +72,52 @@ def cmd_collect(args) -> int:
 
     course = _course(args)
     _assignment_names(course, [args.assignment], False)
-    report = collect(course, args.assignment, Path(args.source_dir))
+    if (args.source_dir is None) == (args.exchange is None):
+        raise SystemExit("collect from a folder or zip (SOURCE) or from the nbgrader exchange (--exchange [ROOT]), "
+                         "one of the two")
+    if args.exchange is not None:
+        report = collect(course, args.assignment, exchange=args.exchange or None, from_exchange=True)
+    else:
+        report = collect(course, args.assignment, Path(args.source_dir))
     print(report.format())
     return 0
 
 
+def cmd_manual(args) -> int:
+    from . import manual
+
+    course = _course(args)
+    _assignment_names(course, [args.assignment], False)
+    if args.csv:
+        changes = manual.enter(course, args.assignment, manual.read_csv(Path(args.csv)))
+    elif args.student or args.cell or args.points is not None or args.comment is not None:
+        if not (args.student and args.cell) or (args.points is None and args.comment is None):
+            raise SystemExit("give --student, --cell and --points and/or --comment")
+        changes = manual.enter(course, args.assignment,
+                               [manual.Entry(args.student, args.notebook or "", args.cell, args.points, args.comment)])
+    elif args.template:
+        n = manual.write_template(course, args.assignment, Path(args.template), only_awaiting=args.awaiting)
+        print(f"{n} row(s) written to {args.template}: fill in points (and comments), then "
+              f"python -m autograder manual {args.assignment} --csv {args.template}")
+        return 0
+    else:
+        rows = manual.status(course, args.assignment)
+        todo = [r for r in rows if r["awaiting"]]
+        for r in rows:
+            if r["awaiting"] or not args.awaiting:
+                got = "awaiting" if r["awaiting"] else f"{r['points']:g}"
+                print(f"{r['student_id']:20s} {r['notebook']}/{r['grade_id']}: {got} of {r['max_points']:g}"
+                      + (f"  ({r['comment'][:60]})" if r["comment"] else ""))
+        print(f"{len(todo)} of {len(rows)} manually graded cell(s) still awaiting a score")
+        return 0
+    for c in changes:
+        print(f"entered: {c}")
+    print(f"{len(changes)} change(s); regenerate the feedback to show them: python -m autograder feedback {args.assignment}")
+    return 0
+
+
 def cmd_grade(args) -> int:
-    from .grade import grade, write_grades_csv
+    from .grade import GradingRefused, grade, write_grades_csv
 
     course = _course(args)
     _assignment_names(course, [args.assignment], False)
@@ -85,15 +125,30 @@ def cmd_grade(args) -> int:
         from .collect import collect
 
         print(collect(course, args.assignment, Path(args.submissions)).format())
-    sandbox = False if args.no_sandbox else (True if args.require_sandbox else None)
-    s = grade(course, args.assignment, students=args.student or None, jobs=args.jobs, limits=_limits(args),
-              force=args.force, sandbox=sandbox, progress=not args.quiet)
+    try:
+        s = grade(course, args.assignment, students=args.student or None, jobs=args.jobs, limits=_limits(args),
+                  force=args.force, sandbox=False if args.no_sandbox else None, progress=not args.quiet)
+    except GradingRefused as e:
+        print(e.message, file=sys.stderr)
+        return 2
     print(f"{args.assignment}: graded {len(s.graded)}, up to date {len(s.skipped)}, failed {len(s.failed)} "
           f"in {s.seconds:.1f} s with {s.jobs} worker(s); "
           + ("sandboxed (" + s.sandbox_reason + ")" if s.sandboxed else "NOT SANDBOXED"))
+    if s.preflight_seconds:
+        limit = (f"per-cell time limits from the solution's times (max({10} s, 20x)), e.g. up to "
+                 f"{max(s.cell_timeouts.values())} s" if s.cell_timeouts else f"{args.timeout} s per cell (--timeout)")
+        print(f"  preflight: the solution earned every autograded point in {s.preflight_seconds:.1f} s; {limit}")
     for student, why in sorted(s.stopped.items()):
         for nb, reason in why.items():
             print(f"  stopped early: {student} {nb}: {reason}")
+    for student, notes in sorted(s.notes.items()):
+        for note in notes:
+            print(f"  repaired: {student} {note}")
+    for student, flags in sorted(s.flags.items()):
+        for f in flags:
+            print(f"  VERDICTS DIFFER: {student} {f['notebook']}/{f['cell']}: the kernel gave {f['kernel']}, the "
+                  f"re-verification from the recorded answers {f['clean']:g} (scored){': ' + f['message'] if f['message'] else ''}"
+                  " -- check this submission for tampering")
     for student, why in sorted(s.failed.items()):
         print(f"  FAILED: {student}: {why}  (log: {course.state / args.assignment / 'logs' / (student + '.log')})")
     if args.out:
@@ -176,9 +231,14 @@ def parser() -> argparse.ArgumentParser:
                         "Exchange.root nbgrader is configured with")
     r.set_defaults(func=cmd_release)
 
-    c = sub.add_parser("collect", parents=[common], help="submissions from SOURCE/<student>/<notebook>.ipynb or an LMS zip")
+    c = sub.add_parser("collect", parents=[common],
+                       help="submissions from SOURCE/<student>/<notebook>.ipynb, an LMS download (zip or folder: "
+                            "Moodle, Canvas) or the nbgrader exchange")
     c.add_argument("assignment")
-    c.add_argument("source_dir", metavar="SOURCE")
+    c.add_argument("source_dir", metavar="SOURCE", nargs="?")
+    c.add_argument("--exchange", nargs="?", const="", metavar="ROOT",
+                   help="collect from nbgrader's exchange inbound (ROOT default: $AUTOGRADER_EXCHANGE, else the "
+                        "course config's Exchange.root)")
     c.set_defaults(func=cmd_collect)
 
     g = sub.add_parser("grade", parents=[common], help="autograde every submission, in parallel, sandboxed")
@@ -188,13 +248,16 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="parallel workers (default: CPU cores)")
     g.add_argument("--student", action="append", help="grade only this student (repeatable)")
     g.add_argument("--force", action="store_true", help="regrade submissions that are up to date")
-    g.add_argument("--timeout", type=int, default=120, help="seconds per cell (default 120)")
-    g.add_argument("--notebook-timeout", type=int, default=900, help="seconds per notebook (default 900)")
+    g.add_argument("--timeout", type=int, default=None,
+                   help="seconds per cell (default: max(10 s, 20x the solution's time for that cell))")
+    g.add_argument("--notebook-timeout", type=int, default=None,
+                   help="seconds per notebook (default: max(300 s, 20x the solution's whole run))")
     g.add_argument("--memory", type=int, default=4096, help="MB of address space per kernel (default 4096)")
     g.add_argument("--tasks", type=int, default=256, help="threads + processes per kernel (default 256)")
     sb = g.add_mutually_exclusive_group()
-    sb.add_argument("--no-sandbox", action="store_true", help="run students' code unsandboxed (not advised)")
-    sb.add_argument("--require-sandbox", action="store_true", help="fail rather than run unsandboxed")
+    sb.add_argument("--no-sandbox", action="store_true",
+                    help="run students' code without the sandbox, with your rights (as nobody when root); not advised")
+    sb.add_argument("--require-sandbox", action="store_true", help="(the default: grading refuses without a sandbox)")
     g.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     g.set_defaults(func=cmd_grade)
 
@@ -218,6 +281,18 @@ def parser() -> argparse.ArgumentParser:
     pb.add_argument("--repository", help="its GitHub owner/name, for the Binder link "
                                          "(default: [tool.course] student-repository in pyproject.toml)")
     pb.set_defaults(func=cmd_publish)
+
+    mg = sub.add_parser("manual", parents=[common], help="points and comments for the manually graded cells")
+    mg.add_argument("assignment")
+    mg.add_argument("--student")
+    mg.add_argument("--cell", metavar="GRADE_ID")
+    mg.add_argument("--notebook", help="only needed if the grade id is ambiguous")
+    mg.add_argument("--points", type=float)
+    mg.add_argument("--comment")
+    mg.add_argument("--csv", help="enter the points and comments of this CSV (see --template)")
+    mg.add_argument("--template", metavar="CSV", help="write a CSV to fill in, with each student's answer")
+    mg.add_argument("--awaiting", action="store_true", help="only the cells nobody has graded yet")
+    mg.set_defaults(func=cmd_manual)
 
     e = sub.add_parser("export", parents=[common], help="grades CSV: a row per student, a column per notebook")
     e.add_argument("--out", help="default: <root>/grades.csv")
@@ -244,6 +319,8 @@ def quiet_nbgrader(verbose: bool = False) -> None:
     except ImportError:  # pragma: no cover
         pass
     if not verbose:
+        # course_lib's unit registry redefines pint's "b" (bits get a dimension): said once, not news
+        logging.getLogger("pint").setLevel(logging.ERROR)
         tl = logging.getLogger("traitlets")
         tl.propagate = False
         if not any(isinstance(h, logging.NullHandler) for h in tl.handlers):

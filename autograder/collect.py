@@ -1,8 +1,19 @@
 """`collect`: bring students' submissions into submitted/<student>/<assignment>/.
 
-Input: a folder laid out SOURCE/<student>/<notebook>.ipynb (or SOURCE/<student>/<assignment>/...,
-nbgrader's own layout), or an LMS zip download holding the same folders, or Canvas' flat
-`<login>_<userid>_<submissionid>_<file>` names.
+Input, any of:
+* a folder laid out SOURCE/<student>/<notebook>.ipynb (or SOURCE/<student>/<assignment>/...,
+  nbgrader's own layout), or a zip holding the same folders;
+* nbgrader's exchange (`--exchange [ROOT]`): <root>/<course_id>/inbound/<student>+<assignment>+
+  <timestamp>+<random>/, the latest submission of each student, with its timestamp.txt (so
+  nbgrader's late penalties apply) and submission_secret.txt (`nbgrader release_feedback` needs
+  both, and they are kept through grading);
+* a Moodle download (folders `Alice Ng_123456_assignsubmission_file_`): the student id is the
+  name, lower-cased with underscores (alice_ng), and the name goes into the gradebook;
+* a Canvas download (flat `<login>_<userid>_<submissionid>_<file>`): the student id is the
+  login; a `late_` marker becomes a timestamp one second after the due date in the gradebook
+  (or, without a due date yet, the time of collection), so nbgrader's late penalty applies.
+
+A UTF-8 byte-order mark is removed (nbformat cannot read it) and said so.
 
 Every problem is reported and skipped; none stops the batch or touches anyone else's work:
 * a file that is not a notebook (any other extension), not valid JSON, or not nbformat 4;
@@ -26,10 +37,13 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from .course import Course, replace_dir
+from .course import COURSE_ID, Course, replace_dir
+from .repair import BOM
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$")
-CANVAS = re.compile(r"^(?P<student>[A-Za-z0-9]+)_(?:late_)?\d+_\d+_(?P<file>.+)$")
+CANVAS = re.compile(r"^(?P<student>[A-Za-z0-9]+)_(?P<late>late_)?\d+_\d+_(?P<file>.+)$")
+MOODLE = re.compile(r"^(?P<name>.+?)_(?P<id>\d+)_assignsubmission_(?:file|onlinetext)_?$")
+KEEP = ("timestamp.txt", "submission_secret.txt")     # nbgrader's own files, kept as they are
 MAX_FILE = 64 * 2**20
 MAX_TOTAL = 4 * 2**30
 IGNORED = {".DS_Store", "Thumbs.db", "desktop.ini"}
@@ -40,16 +54,35 @@ class CollectReport:
     assignment: str
     collected: dict = field(default_factory=dict)      # student -> [notebook, ...]
     problems: list = field(default_factory=list)       # (student, file, message)
+    notes: list = field(default_factory=list)          # (student, file, message): collected, but said
+    timestamps: dict = field(default_factory=dict)     # student -> timestamp recorded
 
     def problem(self, student: str, file: str, message: str) -> None:
         self.problems.append((student, file, message))
 
+    def note(self, student: str, file: str, message: str) -> None:
+        self.notes.append((student, file, message))
+
     def format(self) -> str:
         lines = [f"collected {len(self.collected)} submission(s) of {self.assignment}"]
+        lines += [f"  note: {s or '-'}: {f + ': ' if f else ''}{m}" for s, f, m in self.notes]
         if self.problems:
             lines.append(f"{len(self.problems)} problem(s), skipped:")
             lines += [f"  {s or '-'}: {f}: {m}" for s, f, m in self.problems]
         return "\n".join(lines)
+
+
+def moodle_id(folder: str) -> tuple[str, str] | None:
+    """'Alice Ng_123456_assignsubmission_file_' -> ('alice_ng', 'Alice Ng')."""
+    import unicodedata
+
+    m = MOODLE.match(folder)
+    if not m:
+        return None
+    name = m.group("name").strip()
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+    slug = re.sub(r"[^a-z0-9]+", "_", ascii_name.lower()).strip("_")
+    return (slug or f"moodle_{m.group('id')}"), name
 
 
 def _zip_entries(path: Path, report: CollectReport):
@@ -77,14 +110,18 @@ def _zip_entries(path: Path, report: CollectReport):
                 report.problem("", info.filename, "the zip unpacks to more than 4 GB: stopped reading it")
                 return
             if len(parts) >= 2:
-                yield parts[0], "/".join(parts[1:]), z.read(info)
+                mood = moodle_id(parts[0])
+                if mood:
+                    yield mood[0], "/".join(parts[1:]), z.read(info), {"name": mood[1]}
+                else:
+                    yield parts[0], "/".join(parts[1:]), z.read(info), {}
             else:
                 m = CANVAS.match(parts[0])
                 if not m:
                     report.problem("", info.filename, "not in a student folder and not an LMS file name")
                     continue
                 file = re.sub(r"-\d+(\.ipynb)$", r"\1", m.group("file"))   # Canvas resubmission suffix
-                yield m.group("student"), file, z.read(info)
+                yield m.group("student"), file, z.read(info), {"late": bool(m.group("late"))}
 
 
 def _dir_entries(source: Path, assignment: str, report: CollectReport):
@@ -92,8 +129,15 @@ def _dir_entries(source: Path, assignment: str, report: CollectReport):
         if entry.name in IGNORED or entry.name.startswith("."):
             continue
         if not entry.is_dir():
-            report.problem("", entry.name, "not in a student folder")
+            m = CANVAS.match(entry.name)
+            if m and entry.is_file() and not entry.is_symlink():
+                file = re.sub(r"-\d+(\.ipynb)$", r"\1", m.group("file"))
+                yield m.group("student"), file, entry.read_bytes(), {"late": bool(m.group("late"))}
+            else:
+                report.problem("", entry.name, "not in a student folder")
             continue
+        mood = moodle_id(entry.name)
+        student, info = (mood[0], {"name": mood[1]}) if mood else (entry.name, {})
         base = entry / assignment if (entry / assignment).is_dir() else entry
         for f in sorted(base.rglob("*")):
             if f.is_symlink():
@@ -104,7 +148,7 @@ def _dir_entries(source: Path, assignment: str, report: CollectReport):
             if f.stat().st_size > MAX_FILE:
                 report.problem(entry.name, str(f.relative_to(base)), f"larger than {MAX_FILE // 2**20} MB")
                 continue
-            yield entry.name, str(f.relative_to(base)), f.read_bytes()
+            yield student, str(f.relative_to(base)), f.read_bytes(), info
 
 
 def check_notebook(data: bytes) -> str | None:
@@ -128,26 +172,124 @@ def check_notebook(data: bytes) -> str | None:
     return None
 
 
-def collect(course: Course, assignment: str, source: Path) -> CollectReport:
-    source = Path(source)
+def _exchange_entries(inbound: Path, assignment: str, report: CollectReport):
+    """The latest submission of each student in an nbgrader inbound folder, as nbgrader's own
+    collect picks it: <student>+<assignment>+<timestamp>+<random>, newest timestamp wins."""
+    from nbgrader.utils import parse_utc
+
+    if not inbound.is_dir():
+        raise SystemExit(f"no nbgrader inbound folder at {inbound} (is --exchange right, and the course id "
+                         f"{COURSE_ID!r}?)")
+    latest: dict[str, tuple] = {}
+    for d in sorted(inbound.iterdir()):
+        parts = d.name.rsplit("+", 3)
+        if len(parts) < 3 or parts[1] != assignment:
+            continue
+        if not d.is_dir() or d.is_symlink():
+            report.problem(parts[0], d.name, "not a submission folder")
+            continue
+        try:
+            when = parse_utc(parts[2])
+        except Exception:
+            report.problem(parts[0], d.name, "no readable timestamp in the folder name: skipped")
+            continue
+        if parts[0] not in latest or when > latest[parts[0]][0]:
+            latest[parts[0]] = (when, d)
+    for student, (when, d) in sorted(latest.items()):
+        try:
+            import pwd
+
+            owner = pwd.getpwuid(d.stat().st_uid).pw_name
+            if owner not in (student, "root") and os.geteuid() == 0:
+                report.note(student, d.name, f"the folder belongs to user {owner!r}, not {student!r} (check it)")
+        except (KeyError, ImportError):
+            pass
+        info = {"timestamp": str(when)}
+        for f in sorted(d.rglob("*")):
+            rel = str(f.relative_to(d))
+            if f.is_symlink():
+                report.problem(student, rel, "a symbolic link")
+            elif f.is_file() and f.name not in IGNORED and ".ipynb_checkpoints" not in f.parts:
+                if f.stat().st_size > MAX_FILE:
+                    report.problem(student, rel, f"larger than {MAX_FILE // 2**20} MB")
+                    continue
+                yield student, rel, f.read_bytes(), info
+
+
+def _due_date(course: Course, assignment: str):
+    """The assignment's due date in the course gradebook, or None (no gradebook creates one)."""
+    if not course.db.is_file():
+        return None
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(course.db_url) as gb:
+        try:
+            return gb.find_assignment(assignment).duedate
+        except MissingEntry:
+            return None
+
+
+def _record_names(course: Course, names: dict) -> None:
+    """First and last names (from Moodle folder names) into the gradebook, never overwriting."""
+    if not names:
+        return
+    from nbgrader.api import Gradebook, MissingEntry
+
+    from .release import ensure_tools_on_path
+
+    ensure_tools_on_path()
+    with Gradebook(course.db_url) as gb:
+        for student, full in names.items():
+            first, _, last = full.rpartition(" ")
+            try:
+                st = gb.find_student(student)
+                if st.first_name or st.last_name:
+                    continue
+            except MissingEntry:
+                pass
+            gb.update_or_create_student(student, first_name=first or None, last_name=last or None)
+
+
+def collect(course: Course, assignment: str, source: Path | None = None, *, exchange: Path | str | None = None,
+            from_exchange: bool = False) -> CollectReport:
+    """Collect from `source` (a folder or a zip), or from nbgrader's exchange (from_exchange,
+    root `exchange`, else $AUTOGRADER_EXCHANGE, else the course config's Exchange.root:
+    autograder.locate.exchange_root)."""
+    import datetime as dt
+
     report = CollectReport(assignment)
     expected = course.notebooks(assignment)
     if not expected:
         raise SystemExit(f"no notebooks for assignment {assignment!r} in {course.source / assignment}")
-    if source.is_file() and zipfile.is_zipfile(source):
-        entries = _zip_entries(source, report)
-    elif source.is_dir():
-        entries = _dir_entries(source, assignment, report)
+    if from_exchange:
+        from .locate import exchange_root
+
+        root = exchange_root(str(exchange) if exchange else None, course.root)
+        entries = _exchange_entries(root / COURSE_ID / "inbound", assignment, report)
+    elif source is None:
+        raise SystemExit("name a folder or zip to collect from, or --exchange")
+    elif Path(source).is_file() and zipfile.is_zipfile(source):
+        entries = _zip_entries(Path(source), report)
+    elif Path(source).is_dir():
+        entries = _dir_entries(Path(source), assignment, report)
     else:
         raise SystemExit(f"{source} is neither a folder nor a zip file")
 
     by_student: dict[str, dict] = {}
     spelled: dict[str, set] = {}
+    infos: dict[str, dict] = {}
     duplicates: set[str] = set()
-    for student, rel, data in entries:
+    for student, rel, data, info in entries:
         key = student.casefold()
         spelled.setdefault(key, set()).add(student)
         files = by_student.setdefault(key, {})
+        seen = infos.setdefault(key, {})
+        if info.get("name") and seen.get("name") and seen["name"] != info["name"]:
+            duplicates.add(key)
+            report.problem(student, rel, f"two students map to the id {student!r} ({seen['name']}, {info['name']}): "
+                                         "rename one folder")
+            continue
+        seen.update(info)
         name = PurePosixPath(rel).name
         if rel.endswith(".ipynb"):
             stem = name[:-6]
@@ -161,17 +303,19 @@ def collect(course: Course, assignment: str, source: Path) -> CollectReport:
                 report.problem(student, rel, f"a second copy of {target}")
                 continue
             files[target] = (rel, data)
-        elif name == "timestamp.txt":
-            files["timestamp.txt"] = (rel, data)
+        elif name in KEEP and "/" not in rel.strip("/"):
+            files[name] = (rel, data)
         else:
             report.problem(student, rel, "not a notebook")
 
+    due = None
+    names = {}
     for key in sorted(by_student):
-        names = sorted(spelled[key])
-        student = names[0]
-        if len(names) > 1:
+        names_spelled = sorted(spelled[key])
+        student = names_spelled[0]
+        if len(names_spelled) > 1:
             duplicates.add(key)
-            report.problem(student, "", f"the same student twice ({', '.join(names)})")
+            report.problem(student, "", f"the same student twice ({', '.join(names_spelled)})")
         if key in duplicates:
             report.problem(student, "", "duplicate submissions: nothing collected for this student, resolve by hand")
             continue
@@ -180,30 +324,52 @@ def collect(course: Course, assignment: str, source: Path) -> CollectReport:
             continue
         good = {}
         for target, (rel, data) in sorted(by_student[key].items()):
-            if target == "timestamp.txt":
+            if target in KEEP:
                 continue
             why = check_notebook(data)
             if why:
                 report.problem(student, rel, why)
-            else:
-                good[target] = data
+                continue
+            if data.startswith(BOM):
+                data = data[len(BOM):]
+                report.note(student, rel, "a UTF-8 byte-order mark removed")
+            good[target] = data
         if not good:
             report.problem(student, "", "no valid notebook: nothing collected (an earlier copy, if any, is kept)")
             continue
         for nb in expected:
             if nb + ".ipynb" not in good:
                 report.problem(student, nb + ".ipynb", "missing (it will score zero)")
+        from nbgrader.utils import parse_utc
+
         if "timestamp.txt" in by_student[key]:
             rel, data = by_student[key]["timestamp.txt"]
             try:
-                from nbgrader.utils import parse_utc
-
                 parse_utc(data.decode().strip())
                 good["timestamp.txt"] = data
             except Exception:
                 report.problem(student, rel, "not a readable timestamp: ignored")
+        elif infos[key].get("timestamp"):
+            good["timestamp.txt"] = infos[key]["timestamp"].encode()
+        if infos[key].get("late") and "timestamp.txt" not in good:
+            due = due if due is not None else (_due_date(course, assignment) or False)
+            if due:
+                when = due + dt.timedelta(seconds=1)
+                report.note(student, "", f"marked late by Canvas: timestamp {when} (1 s after the due date)")
+            else:
+                when = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+                report.note(student, "", f"marked late by Canvas, and {assignment} has no due date in the gradebook "
+                                         f"yet: timestamp {when} (now)")
+            good["timestamp.txt"] = f"{when.strftime('%Y-%m-%d %H:%M:%S.%f')} UTC".encode()
+        if "submission_secret.txt" in by_student[key]:
+            good["submission_secret.txt"] = by_student[key]["submission_secret.txt"][1]
+        if "timestamp.txt" in good:
+            report.timestamps[student] = good["timestamp.txt"].decode().strip()
+        if infos[key].get("name"):
+            names[student] = infos[key]["name"]
         _install(course, assignment, student, good)
         report.collected[student] = sorted(k[:-6] for k in good if k.endswith(".ipynb"))
+    _record_names(course, names)
     return report
 
 

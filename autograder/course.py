@@ -102,9 +102,10 @@ class Course:
                       if p.is_dir() and not p.name.startswith(".") and (p / assignment).is_dir())
 
 
-def ensure_assignment(course: Course, assignment: str) -> None:
+def ensure_assignment(course: Course, assignment: str, release: Path | None = None) -> None:
     """Put the assignment (its notebooks, grade cells, hidden tests) into the gradebook, creating
-    the gradebook if needed: nbgrader generate_assignment into a throw-away release folder."""
+    the gradebook if needed: nbgrader generate_assignment into `release` (the student version the
+    gradebook matches, <release>/<assignment>/) or a throw-away folder."""
     from nbgrader.apps import NbGraderAPI
 
     if not (course.source / assignment).is_dir():
@@ -112,7 +113,7 @@ def ensure_assignment(course: Course, assignment: str) -> None:
     ensure_tools_on_path()
     course.root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="autograder-release-") as tmp:
-        api = NbGraderAPI(config=course.config(release=Path(tmp)))
+        api = NbGraderAPI(config=course.config(release=Path(release or tmp)))
         result = api.generate_assignment(assignment, force=True, create=True)
         if not result["success"]:
             raise RuntimeError(f"nbgrader generate_assignment {assignment} failed:\n"

@@ -1,9 +1,11 @@
 """`export`: the grades CSV — one row per student, a column per notebook, the total.
 
 A notebook column holds the notebook's score (auto + manual, as in the formgrader); it is empty
-when the student has no submission of that assignment. `late_penalty` sums nbgrader's late
-penalties; `total` = the notebook scores minus the penalties. With `--with-max` a last row, `(max)`,
-holds the maximum of each column so a spreadsheet can turn scores into percentages.
+when the student has no submission of that assignment, and when grading the submission failed:
+a failure is never a zero. Each assignment has a status column, `<assignment>/status`: "graded",
+"failed: <cause>", or empty (no submission). `late_penalty` sums nbgrader's late penalties;
+`total` = the notebook scores minus the penalties. With `--with-max` a last row, `(max)`, holds
+the maximum of each column so a spreadsheet can turn scores into percentages.
 """
 from __future__ import annotations
 
@@ -16,37 +18,49 @@ from .course import Course
 def export(course: Course, out: Path, with_max: bool = False) -> Path:
     from nbgrader.api import Gradebook
 
+    from .grade import failed_students
+
     if not course.db.is_file():
         raise SystemExit(f"no gradebook at {course.db}: grade something first")
     with Gradebook(course.db_url) as gb:
-        columns = []                    # (assignment, notebook, max)
+        notebooks = {}                    # assignment -> [(notebook, max)]
         for a in sorted(gb.assignments, key=lambda a: a.name):
-            for nb in sorted(a.notebooks, key=lambda n: n.name):
-                columns.append((a.name, nb.name, nb.max_score))
+            notebooks[a.name] = [(nb.name, nb.max_score) for nb in sorted(a.notebooks, key=lambda n: n.name)]
+        failed = {a: failed_students(course, a) for a in notebooks}
+        people = {st.id: st for st in gb.students}
+        ids = sorted({st.id for st in gb.students if st.submissions} | {s for f in failed.values() for s in f})
         rows = []
-        for st in sorted(gb.students, key=lambda s: s.id):
-            scores, penalty, any_sub = {}, 0.0, False
-            for sub in st.submissions:
-                any_sub = True
+        for sid in ids:
+            st = people.get(sid)
+            scores, penalty, submitted = {}, 0.0, set()
+            for sub in (st.submissions if st else []):
+                a = sub.assignment.name
+                submitted.add(a)
+                if sid in failed.get(a, {}):
+                    continue
                 for nb in sub.notebooks:
-                    scores[(sub.assignment.name, nb.name)] = nb.score
+                    scores[(a, nb.name)] = nb.score
                     penalty += nb.late_submission_penalty or 0.0
-            if not any_sub:
-                continue
-            total = sum(scores.values()) - penalty
-            rows.append([st.id, st.last_name or "", st.first_name or "", st.email or ""]
-                        + [_fmt(scores[(a, n)]) if (a, n) in scores else "" for a, n, _ in columns]
-                        + [_fmt(penalty), _fmt(total)])
+            row = [sid, (st.last_name or "") if st else "", (st.first_name or "") if st else "",
+                   (st.email or "") if st else ""]
+            for a, nbs in notebooks.items():
+                row += [_fmt(scores[(a, n)]) if (a, n) in scores else "" for n, _ in nbs]
+                row.append(f"failed: {failed[a][sid]}" if sid in failed[a] else ("graded" if a in submitted else ""))
+            rows.append(row + [_fmt(penalty), _fmt(sum(scores.values()) - penalty)])
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["student_id", "last_name", "first_name", "email"]
-                   + [f"{a}/{n}" for a, n, _ in columns] + ["late_penalty", "total"])
+        header = ["student_id", "last_name", "first_name", "email"]
+        for a, nbs in notebooks.items():
+            header += [f"{a}/{n}" for n, _ in nbs] + [f"{a}/status"]
+        w.writerow(header + ["late_penalty", "total"])
         w.writerows(rows)
         if with_max:
-            w.writerow(["(max)", "", "", ""] + [_fmt(m) for _, _, m in columns]
-                       + ["", _fmt(sum(m for _, _, m in columns))])
+            maxrow = ["(max)", "", "", ""]
+            for a, nbs in notebooks.items():
+                maxrow += [_fmt(m) for _, m in nbs] + [""]
+            w.writerow(maxrow + ["", _fmt(sum(m for nbs in notebooks.values() for _, m in nbs))])
     return out
 
 

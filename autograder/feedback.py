@@ -1,14 +1,28 @@
-"""`feedback`: HTML feedback per student, with no hidden-test source anywhere in it.
+"""`feedback`: HTML feedback per student that leaks no hidden test, by construction.
 
-nbgrader's generate_feedback renders the autograded notebook, in which the hidden tests have
-been put back (that is how they ran), so its feedback shows them, and their tracebacks quote
-them line by line. Here a preprocessor runs before the HTML export:
-* the hidden block of every test cell is replaced by a one-line placeholder;
-* an error in such a cell is reduced to its type and message (the assertion message only);
-* any line of hidden-test source that shows up in any output (a student may print `In` or
-  inspect frames) is blanked out.
-Then every written page is checked again against the hidden-test lines of the source
-notebooks; a page that still contains one is deleted and reported.
+Why it is safe. The grader runs every cell of a submission *before* any hidden test enters the
+kernel (the hidden test cells run last, only to compare the kernel's verdict with the clean one:
+autograder.sandbox.SandboxedExecute). So the output of every other cell was produced by a kernel
+that had never seen a hidden test: whatever a student prints, in any encoding, from input
+history, frames or run-cell hooks, it cannot hold hidden-test text. Hidden test cells
+themselves show a placeholder for their source and, for their output, the verdict of the clean
+re-verification (passed, or the assertion message), never what the kernel printed.
+
+This costs no extra execution; the alternative, a second run with the hidden tests stripped,
+would double grading time for the same pages. A notebook graded some other way (plain nbgrader)
+has no such guarantee: there the output of every cell after the first hidden test is replaced by
+a note.
+
+Also: outputs over a size cap are cut with a note; a written answer no instructor has graded
+yet reads "awaiting instructor grading" (not "0 / 1"); manual scores and comments entered later
+(formgrader, `python -m autograder manual`) appear when the feedback is generated again.
+
+nbgrader's own generate_feedback (the formgrader's button, `nbgrader generate_feedback`) does
+the same: the course's nbgrader_config.py calls `configure_nbgrader_feedback(c)`.
+
+As a last check each written page is searched for hidden-test lines the student could not have
+written (lines of their own notebook, or of the release, do not count); a page holding one is
+withheld and reported.
 """
 from __future__ import annotations
 
@@ -23,86 +37,143 @@ from pathlib import Path
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from .course import HIDDEN_BEGIN, HIDDEN_END, Course, default_jobs, hidden_test_lines, strip_hidden_tests
+from .course import HIDDEN_BEGIN, Course, default_jobs, hidden_test_lines, strip_hidden_tests
 from .release import ensure_tools_on_path
+from .sandbox import cap_outputs
 
 log = logging.getLogger("autograder")
-MIN_LINE = 12     # shorter hidden lines ("else:", ")") give nothing away and are too common to scrub
+MIN_LINE = 12     # shorter hidden lines ("else:", ")") give nothing away and are too common to match
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+PLACEHOLDER = "# (hidden tests: not shown)"
+NOT_SHOWN = ("[output not shown: this notebook was graded without the autograder's safe order, and this cell ran "
+             "after a hidden test]\n")
 
 
-def secret_lines(nb) -> set[str]:
-    """Lines of the notebook's hidden tests that appear nowhere else in it (an import that a
-    visible test also makes is no secret)."""
+def secret_lines(nb, *allowed) -> set[str]:
+    """Lines of the notebook's hidden tests that appear nowhere else in it, nor in any of the
+    `allowed` notebooks (the release, the student's own submission): text the student could not
+    have written. An import that a visible cell also makes is no secret."""
     hidden, visible = set(), set()
-    for cell in nb.cells:
-        if cell.cell_type == "code" and HIDDEN_BEGIN in cell.source:
-            hidden |= {l.strip() for l in hidden_test_lines(cell.source) if len(l.strip()) >= MIN_LINE}
-            visible |= {l.strip() for l in strip_hidden_tests(cell.source).splitlines()}
-        else:
-            visible |= {l.strip() for l in cell.source.splitlines()}
+    for book in (nb, *allowed):
+        for cell in book.cells:
+            if cell.cell_type == "code" and HIDDEN_BEGIN in cell.source:
+                if book is nb:
+                    hidden |= {l.strip() for l in hidden_test_lines(cell.source) if len(l.strip()) >= MIN_LINE}
+                visible |= {l.strip() for l in strip_hidden_tests(cell.source).splitlines()}
+            else:
+                visible |= {l.strip() for l in cell.source.splitlines()}
     visible_text = "\n".join(visible)
     # a hidden line that a visible line contains (an import, say) gives nothing away
     return {h for h in hidden - visible if h not in visible_text}
 
 
-def _scrub(text: str, secrets: set[str]) -> str:
-    if not isinstance(text, str):
-        return text
-    out = []
-    for line in text.splitlines(keepends=True):
-        plain = re.sub(r"\x1b\[[0-9;]*m", "", line)
-        if any(s in plain for s in secrets) or HIDDEN_BEGIN in plain or HIDDEN_END in plain:
-            out.append("[hidden test line removed]\n" if line.endswith("\n") else "[hidden test line removed]")
-        else:
-            out.append(line)
-    return "".join(out)
+def _error(ename: str, message: str):
+    from nbformat.notebooknode import NotebookNode
+
+    return NotebookNode(output_type="error", ename=ename or "Error", evalue=message,
+                        traceback=[f"{ename or 'Error'}: {message}"])
 
 
-class HideHiddenTests(NbGraderPreprocessor):
-    """Remove hidden tests from the sources and outputs of a notebook about to become feedback."""
+def _stream(text: str):
+    from nbformat.notebooknode import NotebookNode
+
+    return NotebookNode(output_type="stream", name="stdout", text=text)
+
+
+class SafeFeedback(NbGraderPreprocessor):
+    """Make an autograded notebook safe to show its student (see the module's docstring)."""
 
     def preprocess(self, nb, resources):
-        secrets = secret_lines(nb)
+        meta = nb.metadata.get("autograder", {}) or {}
+        verdicts = meta.get("verdicts", {}) or {}
+        safe_order = "hidden_run_last" in meta
+        hidden_ids = set(meta.get("hidden_run_last", []))
+        seen_hidden = False
         for cell in nb.cells:
+            gid = (cell.metadata.get("nbgrader") or {}).get("grade_id")
             if cell.cell_type != "code":
                 continue
-            had_hidden = HIDDEN_BEGIN in cell.source
-            if had_hidden:
-                cell.source = strip_hidden_tests(cell.source)
-            for out in cell.get("outputs", []):
-                kind = out.get("output_type")
-                if kind == "error":
-                    if had_hidden:
-                        out["traceback"] = [f"{out.get('ename', 'Error')}: {_scrub(out.get('evalue', ''), secrets)}"]
-                    else:
-                        out["traceback"] = [_scrub(t, secrets) for t in out.get("traceback", [])]
-                    out["evalue"] = _scrub(out.get("evalue", ""), secrets)
-                elif kind == "stream":
-                    out["text"] = _scrub(out.get("text", ""), secrets)
-                elif kind in ("execute_result", "display_data"):
-                    data = out.get("data", {})
-                    for mime in list(data):
-                        if mime.startswith("text/") or mime in ("application/javascript", "application/json"):
-                            value = data[mime]
-                            data[mime] = _scrub("".join(value) if isinstance(value, list) else value, secrets) \
-                                if isinstance(value, (str, list)) else value
+            is_hidden = HIDDEN_BEGIN in cell.source or gid in hidden_ids
+            if is_hidden:
+                seen_hidden = True
+                cell.source = strip_hidden_tests(cell.source, PLACEHOLDER) if HIDDEN_BEGIN in cell.source \
+                    else PLACEHOLDER
+                v = verdicts.get(gid)
+                if v is not None:
+                    cell.outputs = [] if v["passed"] else [_error(v.get("ename") or "AssertionError", v.get("message") or "")]
+                else:    # no clean verdict: the name of the error only, nothing the kernel printed
+                    errs = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+                    cell.outputs = [_error(errs[0].get("ename", "Error"), "(message not shown)")] if errs else []
+                cell.execution_count = None
+                continue
+            if not safe_order and seen_hidden:
+                cell.outputs = [_stream(NOT_SHOWN)] if cell.get("outputs") else []
+                continue
+            v = verdicts.get(gid)
+            if v is not None and not v["passed"] and not any(o.get("output_type") == "error" for o in cell.outputs):
+                # the kernel let it pass; the check of the recorded answer did not
+                cell.outputs = list(cell.outputs) + [_error(v.get("ename") or "AssertionError",
+                                                            (v.get("message") or "") + " (checked again from your recorded answer)")]
+            cap_outputs(cell)
+        self._awaiting(nb, resources)
         nb.metadata.pop("autograder", None)
         return nb, resources
 
+    def _awaiting(self, nb, resources):
+        """Mark the manually graded cells nobody has graded yet."""
+        from nbgrader.api import Gradebook, MissingEntry
 
-def feedback_config(course: Course):
+        info = resources.get("nbgrader") or {}
+        if not info.get("db_url"):
+            return
+        total = 0.0
+        with Gradebook(info["db_url"]) as gb:
+            for cell in nb.cells:
+                m = cell.metadata.get("nbgrader") or {}
+                if not (m.get("grade") and (m.get("solution") or m.get("task"))):
+                    continue
+                try:
+                    g = gb.find_grade(m["grade_id"], info["notebook"], info["assignment"], info["student"])
+                except MissingEntry:
+                    continue
+                if g.manual_score is None and g.auto_score is None:
+                    m["awaiting"] = True
+                    total += g.max_score or 0.0
+        info["awaiting_points"] = total
+
+
+def configure_nbgrader_feedback(c) -> None:
+    """Make nbgrader's generate_feedback (CLI, formgrader) produce the safe pages: called by the
+    course's nbgrader_config.py and by `python -m autograder feedback`."""
     from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
     from nbgrader.preprocessors import GetGrades
 
+    c.GenerateFeedback.preprocessors = [GetGrades, SafeFeedback, CSSHTMLHeaderPreprocessor]
+    # nbgrader's API (the formgrader's button) forces the template name "feedback": the course's
+    # own "feedback" template, found first, is used whatever calls it
+    c.HTMLExporter.template_name = "feedback"
+    c.HTMLExporter.extra_template_basedirs = [str(TEMPLATES)]
+
+
+def feedback_config(course: Course):
     c = course.config()
-    c.GenerateFeedback.preprocessors = [GetGrades, HideHiddenTests, CSSHTMLHeaderPreprocessor]
+    configure_nbgrader_feedback(c)
     return c
 
 
-def source_secrets(course: Course, assignment: str) -> set[str]:
+def source_secrets(course: Course, assignment: str, student: str | None = None) -> set[str]:
+    """Hidden-test lines of the assignment that `student` could not have written: not in the
+    release, not in their own submission."""
     secrets = set()
     for nb in course.notebooks(assignment):
-        secrets |= secret_lines(nbformat.read(str(course.source / assignment / f"{nb}.ipynb"), as_version=4))
+        allowed = []
+        for p in ([course.release / assignment / f"{nb}.ipynb"]
+                  + ([course.submitted / student / assignment / f"{nb}.ipynb"] if student else [])):
+            try:
+                allowed.append(nbformat.reads(p.read_bytes().decode("utf-8-sig"), as_version=4))
+            except Exception:
+                pass
+        secrets |= secret_lines(nbformat.read(str(course.source / assignment / f"{nb}.ipynb"), as_version=4), *allowed)
     return secrets
 
 
@@ -137,7 +208,6 @@ def feedback(course: Course, assignment: str, students: list[str] | None = None,
     results = {"written": [], "failed": {}, "leaks": {}}
     if not todo:
         return results
-    secrets = source_secrets(course, assignment)
     ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
     args = [(str(course.root), str(course.source), str(course.release), assignment, s) for s in todo]
     with ProcessPoolExecutor(max_workers=min(jobs or default_jobs(), len(todo)), mp_context=ctx) as pool:
@@ -146,6 +216,7 @@ def feedback(course: Course, assignment: str, students: list[str] | None = None,
             if not r["success"]:
                 results["failed"][r["student"]] = (r["error"].strip().splitlines() or ["failed"])[-1]
                 continue
+            secrets = source_secrets(course, assignment, r["student"])
             for page in sorted((course.feedback / r["student"] / assignment).glob("*.html")):
                 leaks = leaked_lines(page.read_text(errors="replace"), secrets)
                 if leaks:

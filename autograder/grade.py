@@ -1,21 +1,32 @@
-"""`grade`: autograde every submission of an assignment, in parallel, sandboxed.
+"""`grade`: autograde every submission of an assignment, in parallel, sandboxed, tamper-proof.
 
-Each submission is autograded by nbgrader's own Autograde converter (Python API, in-process) in a
-worker process, inside a private temporary course: a copy of the gradebook without any student
-data, the student's submitted files, and the assignment's non-notebook files. Its kernel runs in
-the sandbox (autograder.sandbox). The worker returns the scores; the parent merges them into the
-course gradebook one student at a time, each in a single transaction (sqlite dislikes concurrent
-writers, and a crash then leaves every student either fully merged or untouched), and then moves
-the autograded notebook into autograded/<student>/<assignment>/.
+1. Preflight: the instructor's solution goes through exactly the path every submission takes
+   (sandbox, limits, kernel, the course_lib the kernel imports, the clean re-verification). It
+   must earn every autograded point, or grading stops (exit != 0) with the cause and no student's
+   score changes. Its per-cell times set the per-cell time limits: max(10 s, 20 x the solution's
+   time for that cell), unless --timeout is given.
+2. Each submission is autograded by nbgrader's own Autograde converter (Python API, in-process)
+   in a worker process, inside a private temporary course: a copy of the gradebook without any
+   student data, the student's submitted files (a byte-order mark removed, stripped nbgrader
+   metadata put back: autograder.repair), and the assignment's non-notebook files. Its kernel
+   runs in the sandbox (autograder.sandbox), hidden tests last (so every other output is safe to
+   show in feedback); the answers are recorded right after each answer cell ran.
+3. Every test cell is re-verified in a clean process from those records (autograder.verify):
+   that verdict is the score; a disagreement with the kernel is reported to the instructor.
+4. The parent merges the scores into the course gradebook one student at a time, each in a
+   single transaction (a crash leaves every student either fully merged or untouched), and
+   moves the autograded notebook into autograded/<student>/<assignment>/.
 
-Merging follows nbgrader's own rules, so the gradebook ends up exactly as serial
-`nbgrader autograde` leaves it: auto scores and comments replaced, manual scores kept (a cell
-that has one is flagged for review again), late penalties computed from the due date and any
-extension in the course gradebook.
+A submission that cannot be graded is a failure, never a zero: nothing is merged, the cause is
+printed and kept (autograded/.autograder/<assignment>/<student>.json) for `export` and `report`.
 
-Re-running is idempotent: a submission whose files, the assignment's sources, the grader's version
-and the sandbox state have not changed since it was last graded is skipped (--force regrades; a
-change of limits alone does not trigger regrading).
+Merging follows nbgrader's own rules, so the gradebook ends up as serial `nbgrader autograde`
+leaves it: auto scores and comments replaced, manual scores kept (a cell that has one is flagged
+for review again), late penalties computed from the due date and any extension.
+
+Re-running is idempotent: a submission whose files, the assignment's sources, the grader's
+version, course_lib and the sandbox state have not changed since it was last graded is skipped
+(--force regrades; a change of limits alone does not trigger regrading).
 """
 from __future__ import annotations
 
@@ -27,46 +38,64 @@ import multiprocessing
 import os
 import shutil
 import sys
-import tempfile
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import __version__
-from .course import (Course, replace_dir, answer_cells, default_jobs, ensure_assignment, source_extras,
-                     template_gradebook, tree_hash)
+from .course import Course, default_jobs, ensure_assignment, replace_dir, source_extras, template_gradebook, tree_hash
 from .release import ensure_tools_on_path, nbgrader_config
-from .sandbox import UNSANDBOXED_WARNING, Limits, make_spec, matplotlib_cache, probe
+from .rundir import RunDir, clean_stale
+from .sandbox import (INSTALL_HELP, UNSANDBOXED_WARNING, Limits, die_with_parent, grader_package, make_spec,
+                      matplotlib_cache, missing_packages, package_dirs, probe)
+from . import verify
 
 log = logging.getLogger("autograder")
+
+SOLUTION = "(solution)"          # the preflight's student id: not a valid collected student id
+MIN_CELL_TIMEOUT = 10            # seconds: the floor of a derived per-cell limit
+CELL_TIMEOUT_FACTOR = 20         # x the solution's time for that cell
+PREFLIGHT_CELL_TIMEOUT = 120     # seconds per cell while the solution runs (nothing known yet)
+
+
+class GradingRefused(SystemExit):
+    """Grading did not start (no sandbox, a failed preflight); no score was changed."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
 
 
 # ---------------------------------------------------------------------------------------------
 # The worker: one submission, one private course
 # ---------------------------------------------------------------------------------------------
-def autograde_config(root: Path, spec_json: str, limits: Limits, capture: dict, user_config: dict | None = None):
+def autograde_config(root: Path, spec_json: str, job: dict, user_config: dict | None = None):
     """nbgrader Config of a worker's private course: the course's own nbgrader settings, with
     the paths of the private course and nbgrader's autograde pipeline with Execute replaced by
     SandboxedExecute."""
     from traitlets.config import Config
     from nbconvert.preprocessors import ClearMetadataPreprocessor
-    from nbgrader.preprocessors import (AssignLatePenalties, CheckCellMetadata, IgnorePattern,
-                                        LimitOutput, SaveAutoGrades)
+    from nbgrader.preprocessors import AssignLatePenalties, IgnorePattern, LimitOutput, SaveAutoGrades
 
     from .sandbox import SandboxedExecute
 
+    limits = Limits(**job["limits"])
     c = Config(user_config or {})
     c.merge(nbgrader_config(root))
     (root / "exchange").mkdir(exist_ok=True)
+    # nbgrader's list without its final CheckCellMetadata: the sanitizing step before execution
+    # has validated the metadata already, and execution does not change it (0.2 s a submission)
     c.Autograde.autograde_preprocessors = [SandboxedExecute, IgnorePattern, ClearMetadataPreprocessor,
-                                           LimitOutput, SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
+                                           LimitOutput, SaveAutoGrades, AssignLatePenalties]
     c.SandboxedExecute.sandbox_spec = spec_json
     c.SandboxedExecute.timeout = limits.cell_timeout
     c.SandboxedExecute.startup_timeout = limits.startup_timeout
     c.SandboxedExecute.notebook_timeout = limits.notebook_timeout
-    c.SandboxedExecute.capture = json.dumps(capture)
+    c.SandboxedExecute.capture = json.dumps(job["capture"])
+    c.SandboxedExecute.deferred = json.dumps(job["hidden"])
+    c.SandboxedExecute.cell_timeouts = json.dumps(job.get("cell_timeouts") or {})
     c.SandboxedExecute.shutdown_kernel = "immediate"   # the sandbox is thrown away anyway
     return c
 
@@ -113,10 +142,100 @@ def read_submission(db_url: str, assignment: str, student: str) -> dict | None:
         return data
 
 
-def capture_map(course: Course, assignment: str) -> dict:
-    """{answer cell grade_id: [its answer variables]} over the assignment's notebooks."""
-    return {cell.grade_id: cell.variables for nb in course.notebooks(assignment)
-            for cell in answer_cells(course.source / assignment / f"{nb}.ipynb") if cell.variables}
+def _failure_cause(log_text: str, error: str) -> str:
+    """One line saying why nbgrader failed, from its log and the error (not "see the above
+    traceback")."""
+    import re
+
+    lines = [l.strip() for l in (log_text + "\n" + error).splitlines() if l.strip()]
+    for pat in (r"^(?:[\w.]+\.)?\w*(?:Error|Exception): .+", r"^\[\w+\] .*(?:ERROR|error).*"):
+        hits = [l for l in lines if re.match(pat, l) and "the above traceback" not in l
+                and "NbGraderException" not in l]
+        if hits:
+            return hits[-1][:300]
+    return (lines[-1] if lines else "autograde failed (see the log)")[:300]
+
+
+def _apply_clean_verdicts(root: Path, a: str, student: str, dest: Path, job: dict,
+                          spec_args: tuple) -> tuple[dict, list, dict]:
+    """Re-verify every test in a clean process; the clean verdicts become the scores in the
+    private gradebook and go into each notebook's metadata. Returns (verdicts, disagreements,
+    the autograded notebooks)."""
+    import nbformat.v4
+    from nbgrader.api import Gradebook
+
+    tests = verify.from_json(job["tests"])
+    notebooks = {}
+    for p in sorted(dest.glob("*.ipynb")):
+        # nbgrader has just written and validated these: read and write without validating again
+        notebooks[p.stem] = nbformat.v4.reads(p.read_text())
+    jobs = verify.verification_jobs(tests, notebooks, job.get("truth"))
+    vbase = Path(job["work"]) / "v" / str(os.getpid())     # this worker's clean process, reused
+    limits, sandbox, packages = spec_args[0], spec_args[1], spec_args[2]
+    results = verify.run_clean(jobs, lambda: make_spec(vbase, a, None, None, *spec_args),
+                               key=f"{sandbox}:{limits.memory_mb}:{limits.tasks}:{packages}",
+                               log_file=Path(job["work"]) / "v" / f"{os.getpid()}.log")
+    verdicts, flags = {}, []
+    gb_url = "sqlite:///" + str(root / "gradebook.db")
+    with Gradebook(gb_url) as gb:
+        for nb_name, cells in tests.items():
+            nb = notebooks.get(nb_name)
+            if nb is None:
+                continue
+            by_gid = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nb.cells}
+            mine = {}
+            for t in cells:
+                key = f"{nb_name}/{t.grade_id}"
+                if key not in results:
+                    continue
+                r = results[key]
+                g = gb.find_grade(t.grade_id, nb_name, a, student)
+                kernel_score = g.auto_score
+                g.auto_score = r["score"]
+                g.needs_manual_grade = False
+                cell = by_gid.get(t.grade_id)
+                ran = verify.kernel_passed(cell) if cell is not None else None
+                v = {"passed": r["passed"], "score": r["score"], "points": t.points, "message": r["message"],
+                     "label": r["label"], "ename": r["ename"], "hidden": t.hidden, "kernel_score": kernel_score,
+                     "kernel_ran": ran is not None}
+                per = {n: results[f"{key}|{n}"] for n in t.names if f"{key}|{n}" in results}
+                if per:
+                    v["per_variable"] = {n: {"passed": x["passed"], "message": x["message"], "label": x["label"]}
+                                         for n, x in per.items()}
+                mine[t.grade_id] = v
+                if ran is not None and (kernel_score or 0.0) != r["score"]:
+                    flags.append({"notebook": nb_name, "cell": t.grade_id, "kernel": kernel_score, "clean": r["score"],
+                                  "message": r["message"]})
+            verdicts[nb_name] = mine
+            nb.metadata.setdefault("autograder", {})["verdicts"] = mine
+            (dest / f"{nb_name}.ipynb").write_text(nbformat.v4.writes(nb))
+        gb.db.commit()
+    _late_penalties(root, a, student, list(notebooks), job)
+    return verdicts, flags, notebooks
+
+
+def _late_penalties(root: Path, a: str, student: str, notebooks: list, job: dict) -> None:
+    """nbgrader's late penalty again, now on the clean scores."""
+    from nbformat.v4 import new_notebook
+    from nbgrader.preprocessors import AssignLatePenalties
+
+    cfg = autograde_config(root, "{}", job, job.get("user_config"))
+    pp = AssignLatePenalties(config=cfg)
+    for nb in notebooks:
+        pp.preprocess(new_notebook(), {"nbgrader": {"notebook": nb, "assignment": a, "student": student,
+                                                    "db_url": "sqlite:///" + str(root / "gradebook.db")}})
+
+
+def _worker_init(parent: int) -> None:
+    import warnings
+
+    from sqlalchemy.exc import SAWarning
+
+    die_with_parent(parent)
+    verify.forget_verifiers()
+    # nbgrader 0.9's gradebook code trips SQLAlchemy 2's session warnings by the hundred: harmless
+    # and not free (a formatted warning per flush)
+    warnings.filterwarnings("ignore", category=SAWarning)
 
 
 def grade_one(job: dict) -> dict:
@@ -124,20 +243,31 @@ def grade_one(job: dict) -> dict:
     from nbgrader.api import Gradebook
     from nbgrader.apps import NbGraderAPI
 
+    from .repair import Unrepairable, fix_file
+
     t0 = time.monotonic()
     _fast_private_gradebooks()
     a, student = job["assignment"], job["student"]
-    base = Path(job["work"]) / "students" / student
+    work = Path(job["work"])
+    base = work / "s" / str(job.get("slot") or student)   # short: unix socket paths are limited
     if base.exists():
         shutil.rmtree(base)
     root = base / "course"
     (root / "submitted" / student).mkdir(parents=True)
+    os.chmod(root, 0o700)       # the private gradebook, the hidden tests: never for the kernel's uid
     shutil.copy(job["template_db"], root / "gradebook.db")
     shutil.copytree(job["extras"], root / "source" / a)
     shutil.copytree(job["submitted"], root / "submitted" / student / a, symlinks=False)
-    out = {"student": student, "success": False, "log": "", "error": "", "data": None,
-           "autograded": None, "seconds": 0.0, "stopped": {}}
+    out = {"student": student, "success": False, "log": "", "error": "", "cause": "", "data": None,
+           "autograded": None, "seconds": 0.0, "stopped": {}, "notes": [], "flags": [], "verdicts": {},
+           "answers": {}, "timings": {}}
     try:
+        for p in sorted((root / "submitted" / student / a).glob("*.ipynb")):
+            try:
+                out["notes"] += [f"{p.stem}: {n}" for n in fix_file(p, Path(job["release"]) / a / p.name,
+                                                                   job["capture"])]
+            except Unrepairable as e:
+                raise Unrepairable(f"{p.name}: {e}") from None
         if job.get("student_record") or job.get("extension"):
             with Gradebook("sqlite:///" + str(root / "gradebook.db")) as gb:
                 gb.update_or_create_student(student, **(job.get("student_record") or {}))
@@ -146,27 +276,40 @@ def grade_one(job: dict) -> dict:
 
                     gb.add_submission(a, student, extension=parse_utc(job["extension"]))
         limits = Limits(**job["limits"])
-        spec = make_spec(base / "sandbox", a, Path(job["submitted"]), Path(job["extras"]), limits,
-                         job["sandbox"], tuple(job["packages"]))
-        api = NbGraderAPI(config=autograde_config(root, spec.to_json(), limits, job["capture"], job.get("user_config")))
+        spec_args = (limits, job["sandbox"], tuple(job["packages"]), work)
+        spec = make_spec(base / "k", a, root / "submitted" / student / a, Path(job["extras"]), *spec_args)
+        api = NbGraderAPI(config=autograde_config(root, spec.to_json(), job, job.get("user_config")))
         api.log.setLevel(logging.WARNING)
         result = api.autograde(a, student, force=True, create=True)
-        out["success"] = bool(result.get("success"))
         out["log"] = result.get("log", "") or ""
         out["error"] = result.get("error", "") or ""
-        out["data"] = read_submission("sqlite:///" + str(root / "gradebook.db"), a, student)
         dest = root / "autograded" / student / a
-        if out["success"] and dest.is_dir():
-            out["autograded"] = str(dest)
-            import nbformat
-
-            for p in dest.glob("*.ipynb"):
-                meta = nbformat.read(str(p), as_version=4).metadata.get("autograder", {})
+        if result.get("success") and dest.is_dir():
+            out["verdicts"], out["flags"], books = _apply_clean_verdicts(root, a, student, dest, job, spec_args)
+            for name, book in books.items():
+                meta = book.metadata.get("autograder", {})
+                out["answers"][name] = meta.get("answers", {})
+                out["timings"][name] = meta.get("timings", {})
                 if meta.get("stopped"):
-                    out["stopped"][p.stem] = meta["stopped"]
-    except Exception:
+                    out["stopped"][name] = meta["stopped"]
+            out["data"] = read_submission("sqlite:///" + str(root / "gradebook.db"), a, student)
+            out["autograded"] = str(dest)
+            out["success"] = True
+        else:
+            out["cause"] = _failure_cause(out["log"], out["error"])
+    except Unrepairable as e:
+        out["cause"] = f"cannot be graded: {e}"
+        out["error"] = str(e)
+    except verify.VerifyError as e:
+        out["cause"] = str(e)
         out["error"] = traceback.format_exc()
-    klog = base / "sandbox" / "kernel.log"
+    except Exception as e:
+        out["error"] = traceback.format_exc()
+        out["cause"] = f"{type(e).__name__}: {e}"[:300]
+    from .sandbox import close_socket_dirs
+
+    close_socket_dirs()
+    klog = base / "k" / "kernel.log"
     if not out["success"] and klog.is_file():
         out["error"] += "\n--- kernel output (last 3000 characters) ---\n" + klog.read_text(errors="replace")[-3000:]
     out["seconds"] = time.monotonic() - t0
@@ -259,6 +402,10 @@ class GradeSummary:
     sandbox_reason: str
     seconds: float
     jobs: int
+    notes: dict = field(default_factory=dict)      # student -> [what was repaired]
+    flags: dict = field(default_factory=dict)      # student -> [kernel and clean verdicts disagree]
+    preflight_seconds: float = 0.0
+    cell_timeouts: dict = field(default_factory=dict)
 
 
 class Progress:
@@ -284,27 +431,55 @@ class Progress:
         self.stream.flush()
 
 
-def _fingerprint(course: Course, assignment: str, student: str, sandboxed: bool) -> str:
+
+def _fingerprint(course: Course, assignment: str, student: str, sandboxed: bool, packages: list) -> str:
     import hashlib
 
     h = hashlib.sha256()
-    # not the limits: rerunning with another --timeout does not regrade everything (use --force)
+    # not the limits: rerunning with another --timeout does not regrade everything (use --force);
+    # course_lib (the copy the kernel imports) is: the hidden tests' truth comes from it
     for part in (__version__, tree_hash(course.source / assignment),
-                 tree_hash(course.submitted / student / assignment), str(sandboxed)):
+                 tree_hash(course.submitted / student / assignment), str(sandboxed),
+                 *[tree_hash(Path(p)) for p in packages]):
         h.update(part.encode() + b"\0")
     return h.hexdigest()
+
+
+def status_path(course: Course, assignment: str, student: str) -> Path:
+    return course.state / assignment / f"{student}.json"
+
+
+def grading_status(course: Course, assignment: str, student: str) -> dict:
+    """What the last run did with this submission: {"status": "graded"|"failed", ...} or {}."""
+    p = status_path(course, assignment, student)
+    try:
+        return json.loads(p.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def failed_students(course: Course, assignment: str) -> dict[str, str]:
+    """{student: cause} of the submissions whose last grading failed."""
+    d = course.state / assignment
+    out = {}
+    for p in sorted(d.glob("*.json")) if d.is_dir() else []:
+        if p.name.startswith(("_", ".")):   # _preflight.json: not a student (ids start alphanumeric)
+            continue
+        try:
+            st = json.loads(p.read_text())
+        except ValueError:
+            continue
+        if st.get("status") == "failed":
+            out[p.stem] = st.get("cause", "failed")
+    return out
 
 
 def _up_to_date(course: Course, assignment: str, student: str, fp: str) -> bool:
     from nbgrader.api import Gradebook, MissingEntry
 
-    state = course.state / assignment / f"{student}.json"
-    if not state.is_file() or not (course.autograded / student / assignment).is_dir():
-        return False
-    try:
-        if json.loads(state.read_text()).get("fingerprint") != fp:
-            return False
-    except ValueError:
+    st = grading_status(course, assignment, student)
+    if st.get("status", "graded") != "graded" or st.get("fingerprint") != fp \
+            or not (course.autograded / student / assignment).is_dir():
         return False
     with Gradebook(course.db_url) as gb:
         try:
@@ -314,35 +489,151 @@ def _up_to_date(course: Course, assignment: str, student: str, fp: str) -> bool:
     return True
 
 
+def derived_timeouts(timings: dict, floor: int = MIN_CELL_TIMEOUT, factor: int = CELL_TIMEOUT_FACTOR) -> tuple[dict, int, int]:
+    """({grade_id: seconds}, seconds for any other cell, seconds for the notebook) from the
+    solution's per-cell times {notebook: {grade_id or #index: seconds}}."""
+    per, slowest, total = {}, 0.0, 0.0
+    for cells in timings.values():
+        nb_total = 0.0
+        for gid, t in cells.items():
+            nb_total += t
+            slowest = max(slowest, t)
+            if not gid.startswith("#"):
+                per[gid] = max(per.get(gid, 0), max(floor, int(factor * t + 0.999)))
+        total = max(total, nb_total)
+    return per, max(floor, int(factor * slowest + 0.999)), max(300, int(factor * total + 0.999))
+
+
+def _job_base(course: Course, assignment: str, run: Path, plan: dict, limits: Limits, sandbox: bool,
+              packages, release: Path) -> dict:
+    return {"assignment": assignment, "work": str(run),
+            "template_db": str(template_gradebook(course, run / "template.db")),
+            "extras": str(source_extras(course, assignment, run / "extras")),
+            "release": str(release), "limits": asdict(limits), "sandbox": sandbox, "packages": list(packages),
+            "capture": plan["capture"], "hidden": plan["hidden"], "tests": verify.to_json(plan["tests"]),
+            "user_config": course.user_config()}
+
+
+def preflight_key(course: Course, assignment: str, sandbox: bool, packages) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for part in (__version__, tree_hash(course.source / assignment), str(sandbox), sys.executable,
+                 *[p + tree_hash(Path(p)) for p in package_dirs(tuple(packages), site=False)]):
+        h.update(part.encode() + b"\0")
+    return h.hexdigest()
+
+
+def run_preflight(course: Course, assignment: str, run: Path, plan: dict, job_base: dict, sandbox: bool,
+                  packages) -> dict:
+    """Grade the instructor's solution exactly as a submission; raise GradingRefused unless it
+    earns every autograded point. Returns the record (answers, verdicts, timings) and saves it
+    for the report: autograded/.autograder/<assignment>/_preflight.json."""
+    t0 = time.monotonic()
+    problems = []
+    for nb, gid, names in plan["unverifiable"]:
+        if gid in plan["hidden"]:
+            problems.append(f"{nb}/{gid} reads {', '.join(names)}, which no answer cell before it assigns: a hidden "
+                            "test must compute everything but the answers itself (it is re-run from the recorded "
+                            "answers alone)")
+    missing = missing_packages(tuple(packages))
+    for name, why in missing.items():
+        here = grader_package(name)
+        problems.append(f"the {'sandboxed ' if sandbox else ''}kernel cannot import {name}: {why} "
+                        f"({sys.executable} with the kernel's clean environment"
+                        + (f"; this grader imports it from {here}, which the kernel does not see: install it "
+                           f"into this environment, e.g. pip install -e <checkout>)" if here else ")"))
+    if problems:
+        raise GradingRefused(f"{assignment}: grading refused before any student was graded:\n  " + "\n  ".join(problems))
+    sub = run / "preflight-solution"
+    sub.mkdir()
+    for nb in course.notebooks(assignment):
+        shutil.copy(course.source / assignment / f"{nb}.ipynb", sub / f"{nb}.ipynb")
+    job = {**job_base, "student": "solution", "slot": "p", "submitted": str(sub)}
+    res = grade_one(job)
+    where = ", ".join(package_dirs(tuple(packages), site=False)) or "the Python installation"
+    if not res["success"]:
+        cause = res["cause"]
+        if "No module named" in cause or "cannot import" in cause:
+            cause = f"the {'sandboxed ' if sandbox else ''}kernel cannot import course_lib from {where}: {cause}"
+        raise GradingRefused(f"{assignment}: the instructor's solution could not be graded, so no student was: "
+                             f"{cause}\n(details, from the log:\n{res['log'][-3000:]}\n{res['error'][-1500:]})")
+    lost = []
+    for nb, d in res["data"]["notebooks"].items():
+        for gid, g in d["grades"].items():
+            if g["auto_score"] is not None and g["max_score"] and g["auto_score"] < g["max_score"] \
+                    and gid not in _manual_cells(course, assignment, nb):
+                v = res["verdicts"].get(nb, {}).get(gid, {})
+                lost.append(f"{nb}/{gid}: {g['auto_score']:g} of {g['max_score']:g}"
+                            + (f" ({v.get('ename')}: {v.get('message')})" if v else ""))
+    for f in res["flags"]:
+        lost.append(f"{f['notebook']}/{f['cell']}: the kernel gave {f['kernel']}, the clean re-verification {f['clean']}")
+    if lost:
+        cause = _preflight_cause(res, packages, sandbox)
+        raise GradingRefused(f"{assignment}: the instructor's solution does not earn every autograded point, so no "
+                             f"student was graded{': ' + cause if cause else ''}\n  " + "\n  ".join(lost))
+    record = {"key": preflight_key(course, assignment, sandbox, packages), "seconds": round(time.monotonic() - t0, 2),
+              "notebooks": {nb: {"answers": res["answers"].get(nb, {}), "timings": res["timings"].get(nb, {}),
+                                 "verdicts": res["verdicts"].get(nb, {}),
+                                 "scores": {g: [v["auto_score"], v["max_score"]] for g, v in d["grades"].items()}}
+                            for nb, d in res["data"]["notebooks"].items()}}
+    _write_json(course.state / assignment / "_preflight.json", record)
+    shutil.rmtree(run / "s" / "p", ignore_errors=True)
+    shutil.rmtree(sub, ignore_errors=True)
+    return record
+
+
+def _manual_cells(course: Course, assignment: str, nb: str) -> set:
+    import nbformat
+
+    book = nbformat.read(str(course.source / assignment / f"{nb}.ipynb"), as_version=4)
+    return {c.metadata["nbgrader"]["grade_id"] for c in book.cells
+            if c.metadata.get("nbgrader", {}).get("grade") and c.metadata["nbgrader"].get("solution")}
+
+
+def _preflight_cause(res: dict, packages, sandbox: bool) -> str:
+    """The likely cause of a solution losing points, from its failures."""
+    msgs = [v.get("message", "") or "" for nb in res["verdicts"].values() for v in nb.values() if not v.get("passed")]
+    for m in msgs:
+        if "No module named" in m or "could not be recorded" in m or "cannot import" in m:
+            where = ", ".join(package_dirs(tuple(packages), site=False)) or "the Python installation"
+            return (f"the {'sandboxed ' if sandbox else ''}kernel cannot import course_lib from {where}: {m}")
+    return ""
+
+
 def grade(course: Course, assignment: str, *, students: list[str] | None = None, jobs: int | None = None,
           limits: Limits | None = None, force: bool = False, sandbox: bool | None = None,
           packages=("course_lib",), progress: bool = True, stream=None) -> GradeSummary:
-    """Autograde the submissions of `assignment` found in course.submitted."""
+    """Autograde the submissions of `assignment` found in course.submitted.
+
+    sandbox: None or True -- required (GradingRefused with install instructions where bubblewrap
+    does not work); False -- unsandboxed, with a loud warning (--no-sandbox).
+    limits: cell_timeout / notebook_timeout None -- derived from the solution's preflight times."""
     from nbgrader.api import Gradebook, MissingEntry
 
     stream = stream or sys.stderr
     t0 = time.monotonic()
-    limits = limits or Limits()
+    limits = limits or Limits(cell_timeout=None, notebook_timeout=None)
     jobs = jobs or default_jobs()
     ensure_tools_on_path()
-    ensure_assignment(course, assignment)
+    clean_stale()
 
     works, reason = probe()
-    if sandbox is None:
-        sandbox = works
-    elif sandbox and not works:
-        raise SystemExit(f"the sandbox was required but does not work here: {reason}")
-    if not sandbox:
-        msg = UNSANDBOXED_WARNING.format(reason=reason if not works else "disabled by --no-sandbox")
+    if sandbox is None or sandbox:
+        if not works:
+            raise GradingRefused(INSTALL_HELP.format(reason=reason))
+        sandbox = True
+    else:
+        msg = UNSANDBOXED_WARNING.format(reason="--no-sandbox" + ("" if works else f"; and here: {reason}"))
         log.warning(msg)
         print(msg, file=stream, flush=True)
 
     all_students = course.students(assignment)
     wanted = [s for s in all_students if students is None or s in students]
-    todo, skipped = [], []
-    fps = {}
+    pkg_dirs = package_dirs(tuple(packages), site=False)
+    todo, skipped, fps = [], [], {}
     for s in wanted:
-        fps[s] = _fingerprint(course, assignment, s, sandbox)
+        fps[s] = _fingerprint(course, assignment, s, sandbox, pkg_dirs)
         if not force and _up_to_date(course, assignment, s, fps[s]):
             skipped.append(s)
         else:
@@ -352,12 +643,24 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
         summary.seconds = time.monotonic() - t0
         return summary
 
-    capture = capture_map(course, assignment)
     matplotlib_cache()   # warm once, before the workers fork
-    work = Path(tempfile.mkdtemp(prefix="autograder-grade-"))
-    try:
-        template = template_gradebook(course, work / "template.db")
-        extras = source_extras(course, assignment, work / "extras")
+    with RunDir("grade") as run:
+        release = run.path / "release"
+        ensure_assignment(course, assignment, release=release)
+        plan = verify.plan(course.source / assignment, course.notebooks(assignment))
+        pre_limits = Limits(**{**asdict(limits), "cell_timeout": limits.cell_timeout or PREFLIGHT_CELL_TIMEOUT,
+                               "notebook_timeout": limits.notebook_timeout or 900})
+        job_base = _job_base(course, assignment, run.path, plan, pre_limits, sandbox, packages, release)
+        try:
+            record = run_preflight(course, assignment, run.path, plan, job_base, sandbox, packages)
+        finally:
+            verify.close_verifiers()      # the workers start their own
+        summary.preflight_seconds = record["seconds"]
+        per_cell, other, nb_limit = derived_timeouts({nb: d["timings"] for nb, d in record["notebooks"].items()})
+        eff = Limits(**{**asdict(limits), "cell_timeout": limits.cell_timeout or other,
+                        "notebook_timeout": limits.notebook_timeout or nb_limit})
+        summary.cell_timeouts = {} if limits.cell_timeout else per_cell
+
         records, extensions = {}, {}
         with Gradebook(course.db_url) as gb:
             for s in todo:
@@ -373,33 +676,33 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
                         extensions[s] = ext.isoformat()
                 except MissingEntry:
                     pass
-        job_base = {"assignment": assignment, "work": str(work), "template_db": str(template),
-                    "extras": str(extras), "limits": asdict(limits), "sandbox": sandbox,
-                    "packages": list(packages), "capture": capture, "user_config": course.user_config()}
+        job_base = {**job_base, "limits": asdict(eff), "cell_timeouts": summary.cell_timeouts,
+                    "truth": record["notebooks"]}
         bar = Progress(len(todo), f"grading {assignment}", stream) if progress else None
         ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
-        with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx) as pool:
-            futures = {pool.submit(grade_one, {**job_base, "student": s,
+        with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=_worker_init,
+                                 initargs=(os.getpid(),)) as pool:
+            futures = {pool.submit(grade_one, {**job_base, "student": s, "slot": str(i),
                                                "submitted": str(course.submitted / s / assignment),
                                                "student_record": records.get(s),
-                                               "extension": extensions.get(s)}): s for s in todo}
+                                               "extension": extensions.get(s)}): s for i, s in enumerate(todo)}
             try:
                 for fut in as_completed(futures):
                     s = futures[fut]
                     try:
                         res = fut.result()
                     except Exception:
-                        res = {"student": s, "success": False, "data": None, "autograded": None,
-                               "error": traceback.format_exc(), "log": "", "seconds": 0.0, "stopped": {}}
+                        res = {"student": s, "success": False, "data": None, "autograded": None, "cause":
+                               "the worker crashed", "error": traceback.format_exc(), "log": "", "seconds": 0.0,
+                               "stopped": {}, "notes": [], "flags": []}
                     _finish(course, assignment, res, fps[s], sandbox, summary)
+                    shutil.rmtree(run.path / "s" / str(todo.index(s)), ignore_errors=True)
                     if bar:
                         bar.step(s + ("" if res["success"] else " FAILED"))
             except KeyboardInterrupt:
                 for f in futures:
                     f.cancel()
                 raise
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     summary.seconds = time.monotonic() - t0
     return summary
 
@@ -409,24 +712,32 @@ def _finish(course: Course, assignment: str, res: dict, fp: str, sandboxed: bool
     logs = course.state / assignment / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     (logs / f"{s}.log").write_text((res.get("log") or "") + ("\n" + res["error"] if res.get("error") else ""))
-    if res.get("data"):
-        merge_submission(course.db_url, assignment, s, res["data"])
     dest = course.autograded / s / assignment
     if res["success"] and res.get("autograded"):
+        merge_submission(course.db_url, assignment, s, res["data"])
         replace_dir(Path(res["autograded"]), dest)
-        _write_json(course.state / assignment / f"{s}.json",
-                    {"fingerprint": fp, "graded_at": dt.datetime.now(dt.timezone.utc).isoformat(),
-                     "sandboxed": sandboxed, "seconds": round(res["seconds"], 2), "stopped": res["stopped"]})
+        _write_json(status_path(course, assignment, s),
+                    {"status": "graded", "fingerprint": fp,
+                     "graded_at": dt.datetime.now(dt.timezone.utc).isoformat(), "sandboxed": sandboxed,
+                     "seconds": round(res["seconds"], 2), "stopped": res["stopped"], "notes": res.get("notes", []),
+                     "disagreements": res.get("flags", [])})
         summary.graded.append(s)
         if res["stopped"]:
             summary.stopped[s] = res["stopped"]
+        if res.get("notes"):
+            summary.notes[s] = res["notes"]
+        if res.get("flags"):
+            summary.flags[s] = res["flags"]
     else:
-        # as nbgrader does: no autograded copy of a failed submission; it is retried next run
+        # as nbgrader does: no autograded copy of a failed submission; it is retried next run.
+        # Nothing is merged: a failure is never a zero (export and report leave it out).
         if dest.exists():
             shutil.rmtree(dest)
-        (course.state / assignment / f"{s}.json").unlink(missing_ok=True)
-        err = (res.get("error") or "").strip().splitlines()
-        summary.failed[s] = err[-1] if err else "autograde failed (see the log)"
+        cause = res.get("cause") or "autograde failed (see the log)"
+        _write_json(status_path(course, assignment, s),
+                    {"status": "failed", "cause": cause,
+                     "at": dt.datetime.now(dt.timezone.utc).isoformat(), "notes": res.get("notes", [])})
+        summary.failed[s] = cause
 
 
 # ---------------------------------------------------------------------------------------------
@@ -463,11 +774,13 @@ def cell_scores(db_url: str, assignment: str) -> dict[str, dict[str, float | Non
 
 
 def write_grades_csv(course: Course, assignment: str, path: Path) -> Path:
-    """One row per student of this assignment: a column per notebook, the total and the maximum."""
+    """One row per student of this assignment: a column per notebook, the total, the maximum and
+    the status ("graded", or "failed: <cause>" with the score columns empty: never a zero)."""
     from nbgrader.api import Gradebook
 
     nbs = course.notebooks(assignment)
     sc = scores(course, assignment)
+    failed = failed_students(course, assignment)
     with Gradebook(course.db_url) as gb:
         a = gb.find_assignment(assignment)
         maxes = {nb.name: nb.max_score for nb in a.notebooks}
@@ -476,12 +789,15 @@ def write_grades_csv(course: Course, assignment: str, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["student_id"] + nbs + ["late_penalty", "total", "max_score"])
-        for s in sorted(sc):
+        w.writerow(["student_id"] + nbs + ["late_penalty", "total", "max_score", "status"])
+        top = _fmt(sum(maxes.get(nb, 0) for nb in nbs))
+        for s in sorted(set(sc) | set(failed)):
+            if s in failed:
+                w.writerow([s] + [""] * len(nbs) + ["", "", top, f"failed: {failed[s]}"])
+                continue
             row = [sc[s].get(nb, 0.0) for nb in nbs]
             total = sum(row) - penalties.get(s, 0.0)
-            w.writerow([s] + [_fmt(x) for x in row] + [_fmt(penalties.get(s, 0.0)), _fmt(total),
-                                                      _fmt(sum(maxes.get(nb, 0) for nb in nbs))])
+            w.writerow([s] + [_fmt(x) for x in row] + [_fmt(penalties.get(s, 0.0)), _fmt(total), top, "graded"])
     return path
 
 

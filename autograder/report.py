@@ -1,197 +1,254 @@
 """`report`: the misconception report of an assignment.
 
 For every predict-then-verify question (each answer cell, each answer variable its tests read):
-how many students predicted each answer, which answer is the truth, and the share of students
-who got the question wrong. Written to reports/<assignment>/:
+how many students gave each answer, which answer is right, and the share of students who got the
+question wrong. Written to reports/<assignment>/:
 
-* misconceptions.csv — notebook, question, variable, answer, count, is_truth, students, wrong, share_wrong
-* misconceptions.png — one bar chart per question variable (truth green, wrong answers red)
-* scores.csv / scores.png — every student's score per notebook and its distribution
+* misconceptions.csv -- notebook, question, title, answer_cell, variable, answer, count, is_truth,
+  truth, students, wrong, share_wrong, label, examples
+* misconceptions.png -- one bar chart per question variable (right green, wrong answers red)
+* scores.csv / scores.png -- every student's score per notebook and its distribution
 
-Where the answers come from: the autograder records the value of every answer variable right
-after its answer cell ran (notebook metadata "autograder.values"); a notebook without that
-record (graded by plain nbgrader) falls back to the literals in its answer cells.
-The truth: the same record taken from running the solution notebook through the same pipeline
-(cached per version of the sources), which also checks the solution earns full marks.
-"Wrong" is the graded result: the question's hidden (correctness) tests did not all pass.
+Right or wrong is the hidden tests' own verdict -- the clean re-verification that is the score --
+not a comparison of printed values: `0.00736 second` for 7.36 ms, `MEMORY`, `0.153 kFLOP/byte`
+count as right exactly when the grade says so. For a question with several answers, each answer
+is judged by re-running the question's hidden test with the other answers set to the solution's.
+A wrong answer is grouped under its misconception label when the check that failed carries one
+(`exc.label`, e.g. "weights-only"), else under its value. Only graded students count: a
+submission whose grading failed is left out (and listed on the console).
+
+The truth: the solution's record from the preflight of the last `grade` (the same pipeline).
 """
 from __future__ import annotations
 
-import ast
 import csv
 import json
 import math
 import re
-import shutil
 import statistics
-import tempfile
 from collections import Counter
-from dataclasses import asdict
 from pathlib import Path
 
 import nbformat
 
-from .course import Course, answer_cells, ensure_assignment, source_extras, template_gradebook, tree_hash
-from .release import ensure_tools_on_path
+from .course import Course, answer_cells
 
 NO_ANSWER = "(no answer)"
-REL_TOL = 0.02
+NOT_RECORDED = "(not recordable)"
 
 
 # ---------------------------------------------------------------------------------------------
-# answers -> categories
+# answers -> printable categories
 # ---------------------------------------------------------------------------------------------
-def _key(text: str) -> str:
-    return re.sub(r"[\s_\-]+", "", text.strip().casefold())
+def _decode(entry):
+    """(ok, value) from a recorded entry {"value": ...} / {"error": ...} / {"missing": true}."""
+    from course_lib.answers import decode
+
+    if not isinstance(entry, dict) or "value" not in entry:
+        return False, None
+    try:
+        return True, decode(entry["value"])
+    except Exception:
+        return False, None
 
 
-def category(value, truth=None) -> str:
-    """A printable answer class. `value` is a recorded [type, str, number, units] or None."""
-    if not value:
+def show(value) -> str:
+    """A short printable form of an answer value."""
+    from course_lib.units import is_quantity
+
+    if is_quantity(value):
+        return f"{show(value.magnitude)} {value.units:~P}"
+    if hasattr(value, "dtype") and getattr(value, "size", 2) == 1:
+        return show(value.item() if hasattr(value, "item") else value)
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, (int, float)):
+        return f"{value:.3g}"
+    if isinstance(value, str):
+        return re.sub(r"\s+", " ", value.strip())[:40] or "(empty string)"
+    if isinstance(value, (tuple, list)):
+        return "(" + ", ".join(show(v) for v in value)[:40] + ")"
+    return str(value)[:40]
+
+
+def _ratio(value, truth) -> float | None:
+    from course_lib.units import is_quantity
+
+    try:
+        if is_quantity(truth):
+            v = value.m_as(truth.units) if is_quantity(value) else float(value)
+            t = truth.magnitude
+        else:
+            v, t = float(value.magnitude if is_quantity(value) else value), float(truth)
+        v, t = float(v), float(t)
+    except Exception:
+        return None
+    if t == 0 or not math.isfinite(v) or not math.isfinite(t):
+        return None
+    return v / t
+
+
+def category(entry, truth_entry=None, right: bool | None = None, label: str | None = None) -> str:
+    """The answer class a recorded entry falls in: the truth's when it is right, its
+    misconception label or its value (with the ratio to the truth) when wrong."""
+    if not isinstance(entry, dict) or entry.get("missing"):
         return NO_ANSWER
-    typ, text, num, units = value
-    if num is not None and math.isfinite(num):
-        if truth and truth[2] not in (None, 0) and math.isfinite(truth[2]) and (units or "") == (truth[3] or ""):
-            ratio = num / truth[2]
-            if abs(ratio - 1) <= REL_TOL:
-                return category(truth)
-            return f"{num:.3g}{' ' + units if units else ''} (truth x{ratio:.3g})"
-        return f"{num:.3g}{' ' + units if units else ''}"
-    if typ == "str":
-        if truth and truth[0] == "str" and _key(text) == _key(truth[1]):
-            return category(truth)
-        return re.sub(r"\s+", " ", text.strip())[:40] or "(empty string)"
-    return f"{text[:40]} ({typ})"
+    if "error" in entry:
+        return NOT_RECORDED
+    ok_t, t = _decode(truth_entry) if truth_entry else (False, None)
+    if right and ok_t:
+        return show(t)
+    ok, v = _decode(entry)
+    if not ok:
+        return NOT_RECORDED
+    if label:
+        return label
+    text = show(v)
+    if ok_t and not isinstance(v, str):
+        r = _ratio(v, t)
+        if r is not None:
+            return f"{text} (truth x{r:.3g})"
+    return text
 
 
-def _literal_values(source: str, names) -> dict:
-    """Fallback: values of `name = <literal>` assignments in an answer cell."""
-    out = {}
+# ---------------------------------------------------------------------------------------------
+# the truth: the solution's record from the preflight
+# ---------------------------------------------------------------------------------------------
+def truth(course: Course, assignment: str) -> dict:
+    """{notebook: {"answers": ..., "verdicts": ..., "scores": ...}} of the solution, from the
+    preflight of the last `grade` run (run again here if the sources changed since)."""
+    path = course.state / assignment / "_preflight.json"
     try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return out
-    for node in tree.body:
-        if isinstance(node, ast.Assign):
-            for t in node.targets:
-                if isinstance(t, ast.Name) and t.id in names:
-                    try:
-                        v = ast.literal_eval(node.value)
-                    except Exception:
-                        continue
-                    if isinstance(v, str):
-                        out[t.id] = ["str", v[:200], None, ""]
-                    elif isinstance(v, (int, float)) and not isinstance(v, bool):
-                        out[t.id] = [type(v).__name__, str(v), float(v), ""]
-    return out
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        record = None
+    from .grade import preflight_key
+    from .sandbox import probe
+
+    sandbox = probe()[0]
+    if record is None or record.get("key") != preflight_key(course, assignment, sandbox, ("course_lib",)):
+        record = _preflight(course, assignment, sandbox)
+    return record["notebooks"]
 
 
-def recorded_values(autograded_nb: Path, names) -> dict:
-    nb = nbformat.read(str(autograded_nb), as_version=4)
-    if "autograder" in nb.metadata:
-        return nb.metadata["autograder"].get("values") or {}
-    out = {}
-    for cell in nb.cells:
-        if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):
-            out.update(_literal_values(cell.source, names))
-    return out
+def _preflight(course: Course, assignment: str, sandbox: bool) -> dict:
+    from . import verify
+    from .course import ensure_assignment
+    from .grade import PREFLIGHT_CELL_TIMEOUT, _job_base, run_preflight
+    from .release import ensure_tools_on_path
+    from .rundir import RunDir
+    from .sandbox import Limits
 
-
-# ---------------------------------------------------------------------------------------------
-# the truth: the solution notebook through the same pipeline
-# ---------------------------------------------------------------------------------------------
-def truth(course: Course, assignment: str, limits=None) -> dict:
-    """{notebook: {"values": {...}, "scores": {grade_id: (score, max)}}} from the solution."""
-    from .grade import capture_map, grade_one
-    from .sandbox import Limits, probe
-
-    cache = course.reports / assignment / ".truth.json"
-    key = tree_hash(course.source / assignment)
-    if cache.is_file():
-        try:
-            data = json.loads(cache.read_text())
-            if data.get("key") == key:
-                return data["notebooks"]
-        except ValueError:
-            pass
     ensure_tools_on_path()
-    ensure_assignment(course, assignment)
-    notebooks = course.notebooks(assignment)
-    capture = capture_map(course, assignment)
-    names = {v for vs in capture.values() for v in vs}
-    work = Path(tempfile.mkdtemp(prefix="autograder-truth-"))
-    try:
-        sub = work / "solution"
-        sub.mkdir()
-        for nb in notebooks:
-            shutil.copy(course.source / assignment / f"{nb}.ipynb", sub / f"{nb}.ipynb")
-        res = grade_one({"assignment": assignment, "student": "solution", "work": str(work),
-                         "template_db": str(template_gradebook(course, work / "template.db")),
-                         "extras": str(source_extras(course, assignment, work / "extras")),
-                         "limits": asdict(limits or Limits()), "sandbox": probe()[0],
-                         "packages": ["course_lib"], "capture": capture, "submitted": str(sub)})
-        if not res["success"]:
-            raise RuntimeError(f"running the solution of {assignment} failed:\n{res['error'][-3000:]}")
-        out = {}
-        for nb in notebooks:
-            grades = res["data"]["notebooks"][nb]["grades"]
-            out[nb] = {"values": recorded_values(Path(res["autograded"]) / f"{nb}.ipynb", names),
-                       "scores": {g: [v["auto_score"], v["max_score"]] for g, v in grades.items()}}
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps({"key": key, "notebooks": out}, indent=1))
-    return out
+    with RunDir("truth") as run:
+        release = run.path / "release"
+        ensure_assignment(course, assignment, release=release)
+        plan = verify.plan(course.source / assignment, course.notebooks(assignment))
+        job = _job_base(course, assignment, run.path, plan, Limits(cell_timeout=PREFLIGHT_CELL_TIMEOUT),
+                        sandbox, ("course_lib",), release)
+        try:
+            return run_preflight(course, assignment, run.path, plan, job, sandbox, ("course_lib",))
+        finally:
+            verify.close_verifiers()
 
 
 # ---------------------------------------------------------------------------------------------
 # the report
 # ---------------------------------------------------------------------------------------------
-def misconceptions(course: Course, assignment: str, truth_values: dict | None = None) -> list[dict]:
-    """One dict per (question variable, answer)."""
-    from .grade import cell_scores
+def graded_students(course: Course, assignment: str) -> list[str]:
+    """Students whose submission of `assignment` is graded (not failed), with an autograded copy."""
+    from .grade import failed_students
 
-    truth_values = truth_values if truth_values is not None else truth(course, assignment)
-    graded = cell_scores(course.db_url, assignment)
+    failed = failed_students(course, assignment)
+    return sorted(p.parent.name for p in course.autograded.glob(f"*/{assignment}")
+                  if p.is_dir() and not p.parent.name.startswith(".") and p.parent.name not in failed)
+
+
+def _variable_verdict(var: str, tests: list, verdicts: dict) -> tuple[bool, str | None]:
+    """(right, label) of one answer variable from its question's clean verdicts."""
+    right, label = True, None
+    for gid in tests:
+        v = verdicts.get(gid)
+        if v is None:
+            return False, None    # not re-verified: cannot say it is right
+        if v["passed"]:
+            continue
+        per = (v.get("per_variable") or {}).get(var)
+        if per is not None:
+            if not per["passed"]:
+                right, label = False, label or per.get("label")
+        else:
+            right, label = False, label or v.get("label")
+    return right, label
+
+
+def misconceptions(course: Course, assignment: str, truth_record: dict | None = None) -> list[dict]:
+    """One dict per (question variable, answer class)."""
+    from .verify import test_cells
+
+    truth_record = truth_record if truth_record is not None else truth(course, assignment)
+    students = graded_students(course, assignment)
     rows = []
     for nb in course.notebooks(assignment):
-        cells = answer_cells(course.source / assignment / f"{nb}.ipynb")
-        names = {v for c in cells for v in c.variables}
-        students = sorted(s for s in graded if (course.autograded / s / assignment / f"{nb}.ipynb").is_file())
-        values = {s: recorded_values(course.autograded / s / assignment / f"{nb}.ipynb", names) for s in students}
-        tv = truth_values.get(nb, {}).get("values", {})
-        tscores = truth_values.get(nb, {}).get("scores", {})
+        src = course.source / assignment / f"{nb}.ipynb"
+        cells = answer_cells(src)
+        reads = {t.grade_id: set(t.names) for t in test_cells(src)}
+        books = {}
+        for s in students:
+            p = course.autograded / s / assignment / f"{nb}.ipynb"
+            if p.is_file():
+                books[s] = nbformat.read(str(p), as_version=4).metadata.get("autograder", {}) or {}
+        tv = truth_record.get(nb, {}).get("answers", {})
         for cell in cells:
             if not cell.variables:
                 continue
             hidden = cell.hidden_tests
+            wrong = sum(1 for s, meta in books.items()
+                        if any(not (meta.get("verdicts", {}).get(g) or {}).get("passed", False) for g in hidden)) \
+                if hidden else None
             for var in cell.variables:
-                t = tv.get(var)
-                truth_label = category(t) if t else None
-                counts = Counter(category(values[s].get(var), t) for s in students)
-                if hidden:
-                    wrong = sum(1 for s in students
-                                if any((graded[s].get(f"{nb}/{g}") or 0) < (tscores.get(g, [0, 0])[1] or 0)
-                                       for g in hidden))
-                else:
-                    wrong = sum(n for label, n in counts.items() if label != truth_label)
-                for label, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-                    rows.append({"notebook": nb, "question": cell.question or cell.grade_id, "title": cell.title,
-                                 "answer_cell": cell.grade_id, "variable": var, "answer": label, "count": n,
-                                 "is_truth": label == truth_label, "truth": truth_label or "",
-                                 "students": len(students), "wrong": wrong,
-                                 "share_wrong": round(wrong / len(students), 4) if students else 0.0})
+                t_entry = tv.get(cell.grade_id, {}).get(var)
+                truth_label = category(t_entry, t_entry, right=True) if t_entry else None
+                tests = [g for g in hidden if var in reads.get(g, set())]
+                counts, labels, examples = Counter(), {}, {}
+                for s, meta in books.items():
+                    entry = (meta.get("answers", {}).get(cell.grade_id) or {}).get(var)
+                    if tests:
+                        right, label = _variable_verdict(var, tests, meta.get("verdicts", {}))
+                    else:
+                        right, label = None, None
+                    cat = category(entry, t_entry, right=right, label=label)
+                    if right is None and truth_label is not None and cat == truth_label:
+                        right = True
+                    counts[cat] += 1
+                    if label:
+                        labels[cat] = label
+                        ok, v = _decode(entry)
+                        if ok:
+                            examples.setdefault(cat, [])
+                            if show(v) not in examples[cat] and len(examples[cat]) < 3:
+                                examples[cat].append(show(v))
+                n_wrong = wrong if wrong is not None else sum(n for c, n in counts.items() if c != truth_label)
+                base = {"notebook": nb, "question": cell.question or cell.grade_id, "title": cell.title,
+                        "answer_cell": cell.grade_id, "variable": var, "truth": truth_label or "",
+                        "students": len(books), "wrong": n_wrong,
+                        "share_wrong": round(n_wrong / len(books), 4) if books else 0.0}
+                for cat, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+                    rows.append({**base, "answer": cat, "count": n, "is_truth": cat == truth_label,
+                                 "label": labels.get(cat, ""), "examples": "; ".join(examples.get(cat, []))})
                 if truth_label and truth_label not in counts:
-                    rows.append({"notebook": nb, "question": cell.question or cell.grade_id, "title": cell.title,
-                                 "answer_cell": cell.grade_id, "variable": var, "answer": truth_label, "count": 0,
-                                 "is_truth": True, "truth": truth_label, "students": len(students),
-                                 "wrong": wrong, "share_wrong": round(wrong / len(students), 4) if students else 0.0})
+                    rows.append({**base, "answer": truth_label, "count": 0, "is_truth": True, "label": "",
+                                 "examples": ""})
     return rows
 
 
 def score_rows(course: Course, assignment: str) -> list[dict]:
+    """Every graded student's score per notebook (failed gradings left out: they are no zeros)."""
     from nbgrader.api import Gradebook, MissingEntry
 
+    from .grade import failed_students
+
+    failed = failed_students(course, assignment)
     rows = []
     with Gradebook(course.db_url) as gb:
         try:
@@ -200,6 +257,8 @@ def score_rows(course: Course, assignment: str) -> list[dict]:
             return rows
         maxes = {nb.name: nb.max_score for nb in a.notebooks}
         for sub in sorted(a.submissions, key=lambda s: s.student.id):
+            if sub.student.id in failed:
+                continue
             for nb in sub.notebooks:
                 rows.append({"notebook": nb.name, "student": sub.student.id, "score": nb.score,
                              "max_score": maxes[nb.name], "needs_manual_grade": nb.needs_manual_grade})
@@ -246,7 +305,7 @@ def plot_misconceptions(rows: list[dict], path: Path) -> None:
         ax.set_yticks(range(len(rs)), [l if len(l) <= 32 else l[:31] + "…" for l in labels], fontsize=8)
         title = rs[0]["title"] or q
         title = title if len(title) <= 60 else title[:59] + "…"
-        ax.set_title(f"{title}\n{var}: {rs[0]['share_wrong']:.0%} wrong of {rs[0]['students']}", fontsize=9)
+        ax.set_title(f"{title}\n{var} (the question: {rs[0]['share_wrong']:.0%} wrong of {rs[0]['students']})", fontsize=9)
         ax.set_xlabel("students", fontsize=8)
         ax.xaxis.get_major_locator().set_params(integer=True)
     fig.suptitle("Predictions vs the truth (green)", fontsize=11)
@@ -276,7 +335,7 @@ def report(course: Course, assignment: str, out_dir: Path | None = None) -> dict
     rows = misconceptions(course, assignment)
     _write_csv(out / "misconceptions.csv", rows,
                ["notebook", "question", "title", "answer_cell", "variable", "answer", "count", "is_truth",
-                "truth", "students", "wrong", "share_wrong"])
+                "truth", "students", "wrong", "share_wrong", "label", "examples"])
     plot_misconceptions(rows, out / "misconceptions.png")
     srows = score_rows(course, assignment)
     _write_csv(out / "scores.csv", srows, ["notebook", "student", "score", "max_score", "needs_manual_grade"])
@@ -287,7 +346,9 @@ def report(course: Course, assignment: str, out_dir: Path | None = None) -> dict
         summary[nb] = {"n": len(s), "mean": statistics.mean(s), "median": statistics.median(s),
                        "min": min(s), "max": max(s),
                        "max_score": max(r["max_score"] for r in srows if r["notebook"] == nb)}
-    return {"dir": str(out), "rows": rows, "scores": summary}
+    from .grade import failed_students
+
+    return {"dir": str(out), "rows": rows, "scores": summary, "failed": failed_students(course, assignment)}
 
 
 def format_report(result: dict) -> str:
@@ -302,6 +363,8 @@ def format_report(result: dict) -> str:
                  and not x["is_truth"] and x["answer"] != NO_ANSWER and x["count"]]
         top = f"; most common wrong answer: {wrong[0]['answer']} ({wrong[0]['count']})" if wrong else ""
         lines.append(f"  {r['question']} {r['variable']}: {r['share_wrong']:.0%} wrong, truth {r['truth'] or '?'}{top}")
+    for student, cause in sorted(result.get("failed", {}).items()):
+        lines.append(f"  left out (grading failed): {student}: {cause}")
     for nb, s in result["scores"].items():
         lines.append(f"  {nb}: n={s['n']} mean {s['mean']:.1f} median {s['median']:g} "
                      f"min {s['min']:g} max {s['max']:g} (of {s['max_score']:g})")

@@ -17,8 +17,14 @@ The kernel process — the only process that runs students' code — is started 
   no core dumps; a per-cell timeout (nbclient interrupts the cell) and a per-notebook wall
   clock after which the kernel is killed.
 
-Where bubblewrap is missing or cannot start here, the kernel runs unsandboxed (same limits,
-same scrubbed environment, same private working copy) and a loud warning goes to the log.
+Where bubblewrap is missing or cannot start, grading refuses (with install instructions) unless
+the instructor passes --no-sandbox: then the kernel runs unsandboxed with the same limits, the
+same scrubbed environment and private working copy, as `nobody` when the grader is root (so the
+process limit binds), and a loud warning goes to the console.
+
+The packages the kernel imports (course_lib) are bound where the *kernel's* interpreter finds
+them (asked once in a subprocess with the kernel's environment, from an empty folder), not where
+the grader happens to import them from: an editable install of another checkout, a shared venv.
 
 Warnings never reach a test cell's stderr (nbgrader scores a test cell with stderr output as
 failed): PYTHONWARNINGS=ignore, a start-up file that resets the warning filters to "ignore"
@@ -38,6 +44,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -62,6 +69,7 @@ class Limits:
 
     cell_timeout: int = 120          # seconds per cell, then the cell is interrupted
     notebook_timeout: int = 900      # seconds for the whole notebook, then the kernel is killed
+    tmp_mb: int = 256                # the private /tmp inside the sandbox (memory-backed)
     memory_mb: int = 4096            # address space of the kernel (RLIMIT_AS)
     tasks: int = 256                 # threads + processes the kernel may add (RLIMIT_NPROC)
     file_size_mb: int = 256          # largest file it may write (RLIMIT_FSIZE)
@@ -87,23 +95,91 @@ def _python_roots() -> list[str]:
     return sorted(roots)
 
 
-def package_dirs(packages=DEFAULT_PACKAGES) -> list[str]:
-    """Directories of importable packages that live outside the Python install (editable
-    installs such as course_lib), to be bound read-only at their own path."""
+_FIND_PACKAGES = r"""
+import importlib.util, json, sys
+out = {}
+for name in sys.argv[1:]:
+    try:
+        spec = importlib.util.find_spec(name)
+    except Exception as e:
+        out[name] = {"error": f"{type(e).__name__}: {e}"}
+        continue
+    if spec is None:
+        out[name] = {"error": f"No module named {name!r}"}
+        continue
+    locs = list(spec.submodule_search_locations or []) or ([spec.origin] if spec.origin else [])
+    out[name] = {"locations": locs}
+out[" sys.path"] = {"locations": [p for p in sys.path if p]}
+print(json.dumps(out))
+"""
+
+
+@lru_cache(maxsize=8)
+def kernel_packages(packages=DEFAULT_PACKAGES) -> dict:
+    """{package: {"locations": [...]} or {"error": why}} as the kernel's interpreter resolves them:
+    sys.executable with the kernel's environment, started in an empty folder (so a course_lib/
+    folder in the grader's working directory does not count: the kernel never sees it)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="autograder-find-") as tmp:
+        env = kernel_env(tmp)
+        try:
+            p = subprocess.run([sys.executable, "-c", _FIND_PACKAGES, *packages], cwd=tmp, env=env,
+                               capture_output=True, text=True, timeout=60)
+            found = json.loads(p.stdout.strip().splitlines()[-1])
+        except Exception as e:
+            return {name: {"error": f"could not ask {sys.executable} where {name} is: {e}"} for name in packages}
+    return found
+
+
+def _site_dirs(packages) -> list[str]:
+    """The kernel's site-packages folders that lie outside the Python install (a shared course
+    environment added by a .pth file, say): its dependencies live there. Only folders named
+    site-packages or dist-packages: a checkout on sys.path would bring solutions/ along."""
+    paths = kernel_packages(tuple(packages)).get(" sys.path", {}).get("locations", [])
+    return [os.path.realpath(p) for p in paths
+            if os.path.basename(os.path.normpath(p)) in ("site-packages", "dist-packages") and os.path.isdir(p)]
+
+
+def grader_package(name: str) -> str | None:
+    """Where this grader process imports `name` from (for messages), or None."""
     import importlib.util
 
+    try:
+        spec = importlib.util.find_spec(name)
+    except Exception:
+        return None
+    if spec is None:
+        return None
+    locs = list(spec.submodule_search_locations or []) or ([spec.origin] if spec.origin else [])
+    return os.path.realpath(locs[0]) if locs else None
+
+
+def package_dirs(packages=DEFAULT_PACKAGES, site: bool = True) -> list[str]:
+    """Directories of the packages the kernel imports that live outside the Python install
+    (editable installs such as course_lib; with `site`, its site-packages folders there too), to
+    be bound read-only at their own path."""
     out = []
     prefixes = _python_roots()
-    for name in packages:
-        spec = importlib.util.find_spec(name)
-        if spec is None:
+    for loc in _site_dirs(packages) if site else []:
+        if not any(loc == p or loc.startswith(p + os.sep) for p in prefixes):
+            out.append(loc)
+    for name, where in kernel_packages(tuple(packages)).items():
+        if name == " sys.path":
             continue
-        locs = list(spec.submodule_search_locations or []) or ([os.path.dirname(spec.origin)] if spec.origin else [])
-        for loc in locs:
+        for loc in where.get("locations", []):
             loc = os.path.realpath(loc)
-            if not any(loc.startswith(p + os.sep) for p in prefixes):
+            if os.path.isfile(loc):
+                loc = os.path.dirname(loc)
+            if not any(loc == p or loc.startswith(p + os.sep) for p in prefixes):
                 out.append(loc)
     return sorted(set(out))
+
+
+def missing_packages(packages=DEFAULT_PACKAGES) -> dict[str, str]:
+    """{package: why} for the packages the kernel's interpreter cannot find at all."""
+    return {name: where["error"] for name, where in kernel_packages(tuple(packages)).items()
+            if "error" in where and name != " sys.path"}
 
 
 _SYSTEM_RO = ["/usr", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
@@ -112,8 +188,9 @@ _SYMLINKS = {"/bin": "usr/bin", "/sbin": "usr/sbin", "/lib": "usr/lib", "/lib64"
              "/lib32": "usr/lib32", "/libx32": "usr/libx32"}
 
 
-def _bwrap_args(ro: list[str], rw: dict[str, str], chdir: str, drop_to: int | None) -> list[str]:
-    """The bwrap command line: a tmpfs root with only the given paths in it."""
+def _bwrap_args(ro: list[str], rw: dict[str, str], chdir: str, drop_to: int | None, tmp_mb: int = 256) -> list[str]:
+    """The bwrap command line: a tmpfs root with only the given paths in it, and a private
+    writable /tmp of `tmp_mb` MB."""
     args = [bwrap_path() or "bwrap", "--die-with-parent", "--unshare-pid", "--unshare-net", "--unshare-ipc",
             "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
     if os.geteuid() == 0 and drop_to is not None:
@@ -123,7 +200,7 @@ def _bwrap_args(ro: list[str], rw: dict[str, str], chdir: str, drop_to: int | No
         args += ["--unshare-user", "--cap-drop", "ALL"]
     # /proc, /dev and an empty /tmp first: binds made later may live under /tmp (a checkout or
     # venv in a temporary folder) and must not be hidden by the tmpfs
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", str(tmp_mb * 2**20), "--tmpfs", "/tmp"]
     made: set[str] = {"/tmp"}
 
     def parents(path: str):
@@ -155,22 +232,57 @@ def _bwrap_args(ro: list[str], rw: dict[str, str], chdir: str, drop_to: int | No
     return args
 
 
-# The first thing that runs inside the sandbox: drop privileges, set limits, exec the kernel.
+# The first thing that runs inside the sandbox (or, unsandboxed, in the child process): drop
+# privileges, die with the grader, set limits, exec the real program (the kernel, the verifier).
 _SHIM = r"""
-import json, os, resource, sys
+import ctypes, json, os, resource, signal, sys
 cfg = json.loads(sys.argv[1])
 if cfg.get("sandboxed"):
     os.environ.pop("JPY_PARENT_PID", None)   # the grader's pid means nothing in the pid namespace
 if cfg.get("uid") is not None and os.getuid() == 0:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if cfg.get("keep_read"):
+        libc.prctl(8, 1)   # PR_SET_KEEPCAPS: keep the permitted set across setuid
     os.setgroups([]); os.setgid(cfg["uid"]); os.setuid(cfg["uid"])
+    if cfg.get("keep_read"):
+        # unsandboxed, with the interpreter where only root can reach it (/root/...): keep
+        # CAP_DAC_READ_SEARCH (read and search anything) and nothing else, as an ambient
+        # capability so the exec'd program has it; writing stays nobody's
+        class Header(ctypes.Structure):
+            _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+        class Data(ctypes.Structure):
+            _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+        data = (Data * 2)()
+        data[0].effective = data[0].permitted = data[0].inheritable = 1 << 2   # CAP_DAC_READ_SEARCH
+        if libc.capset(ctypes.byref(Header(0x20080522, 0)), data) != 0 or libc.prctl(47, 2, 2, 0, 0) != 0:
+            sys.exit(f"could not keep read access after dropping to uid {cfg['uid']} (errno {ctypes.get_errno()})")
+if cfg.get("parent"):
+    # killed with the process that started it (a change of uid clears this, so it comes after);
+    # inside bwrap, --die-with-parent does the same
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
+    if os.getppid() != cfg["parent"]:
+        sys.exit("the grader is gone")
 for name, value in cfg["rlimits"].items():
     r = getattr(resource, name)
     soft, hard = resource.getrlimit(r)
     if hard != resource.RLIM_INFINITY:
         value = min(value, hard)
     resource.setrlimit(r, (value, value))
-os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher"] + sys.argv[2:])
+os.execv(sys.executable, [sys.executable] + cfg["argv"] + sys.argv[2:])
 """
+
+
+def die_with_parent(parent: int | None = None) -> None:
+    """Ask the kernel to SIGKILL this process when its parent dies (Linux); a worker of a killed
+    `grade` must not live on holding submissions and hidden tests. `parent`: the pid the parent
+    had (if it is already gone, exit now)."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
+    if parent is not None and os.getppid() != parent:   # pragma: no cover - the parent died in between
+        os._exit(1)
 
 
 def _tasks_of_uid(uid: int) -> int:
@@ -214,20 +326,27 @@ class SandboxSpec:
             i = cmd.index("ipykernel_launcher")
         except ValueError:
             raise RuntimeError(f"the sandbox runs Python (ipykernel) kernels only, not {cmd!r}")
-        python, rest = cmd[0], cmd[i + 1:]
+        return self.command(["-m", "ipykernel_launcher"], cmd[i + 1:], python=cmd[0])
+
+    def command(self, argv: list[str], extra: list[str] = (), python: str | None = None) -> list[str]:
+        """The command line running `python ARGV EXTRA` in this sandbox, as the sandbox's uid,
+        under its limits and killed with the process that starts it."""
+        python = python or sys.executable
         lim = self.limits
-        uid = self.uid if self.enabled else None
+        uid = self.uid
         count_uid = uid if uid is not None else os.getuid()
         rlimits = {"RLIMIT_AS": lim["memory_mb"] * 2**20,
                    "RLIMIT_NPROC": _tasks_of_uid(count_uid) + lim["tasks"],
                    "RLIMIT_FSIZE": lim["file_size_mb"] * 2**20,
                    "RLIMIT_CORE": 0}
-        shim = [python, "-c", _SHIM, json.dumps({"uid": uid, "rlimits": rlimits, "sandboxed": self.enabled})] + rest
+        cfg = {"uid": uid, "rlimits": rlimits, "sandboxed": self.enabled, "argv": list(argv),
+               "parent": None if self.enabled else os.getpid(),
+               "keep_read": bool(uid is not None and not self.enabled and not reachable_by_others(self.ro + [python]))}
+        shim = [python, "-c", _SHIM, json.dumps(cfg)] + list(extra)
         if not self.enabled:
             return shim
-        home_dest = SANDBOX_HOME
-        rw = {home_dest: self.home, self.rundir: self.rundir}
-        return _bwrap_args(self.ro, rw, self.cwd, uid) + ["--"] + shim
+        rw = {SANDBOX_HOME: self.home, self.rundir: self.rundir}
+        return _bwrap_args(self.ro, rw, self.cwd, uid, lim.get("tmp_mb", 256)) + ["--"] + shim
 
 
 def kernel_env(home: str, extra: dict | None = None) -> dict:
@@ -338,55 +457,84 @@ def prepare_home(home: Path, assignment: str, files_from: Path | None, extra_fro
 # ---------------------------------------------------------------------------------------------
 @lru_cache(maxsize=1)
 def probe() -> tuple[bool, str]:
-    """(works, reason). Starts the real sandbox once with Python inside it."""
+    """(works, reason). Starts the real sandbox once with Python inside it, which must not reach
+    a listener this process opens on the host's loopback (127.0.0.1)."""
     if os.environ.get("AUTOGRADER_NO_SANDBOX"):
-        return False, "AUTOGRADER_NO_SANDBOX is set"
+        return False, "AUTOGRADER_NO_SANDBOX is set (it makes this machine count as one without bubblewrap)"
     if not sys.platform.startswith("linux"):
         return False, f"bubblewrap needs Linux, this is {sys.platform}"
     if not bwrap_path():
-        return False, "bubblewrap (bwrap) is not installed: apt-get install bubblewrap"
+        return False, "bubblewrap (bwrap) is not installed"
+    import socket
     import tempfile
 
     uid = NOBODY if os.geteuid() == 0 else None
-    with tempfile.TemporaryDirectory(prefix="autograder-probe-") as tmp:
-        home, run = Path(tmp, "home"), Path(tmp, "run")
-        home.mkdir(), run.mkdir()
-        if uid is not None:
-            os.chown(home, uid, uid), os.chown(run, uid, uid)
-        args = _bwrap_args(_python_roots() + package_dirs(), {SANDBOX_HOME: str(home), str(run): str(run)},
-                           SANDBOX_HOME, uid)
-        code = ("import os, socket\n"
-                "if os.getuid() == 0 and %r is not None:\n"
-                "    os.setgroups([]); os.setgid(%r); os.setuid(%r)\n"
-                "open(os.path.join(%r, 'ok'), 'w').write(str(os.getuid()))\n"
-                "try:\n"
-                "    socket.create_connection(('1.1.1.1', 53), timeout=1); print('NET')\n"
-                "except OSError:\n"
-                "    print('NONET')\n") % (uid, uid, uid, str(run))
-        try:
-            p = subprocess.run(args + ["--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--", sys.executable, "-c", code],
-                               capture_output=True, text=True, timeout=60)
-        except Exception as e:
-            return False, f"bubblewrap failed to start: {e}"
-        if p.returncode != 0 or "NONET" not in p.stdout or not (run / "ok").exists():
-            return False, f"bubblewrap failed to start (exit {p.returncode}): {p.stderr.strip()[-400:]}"
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.setblocking(False)
+    port = listener.getsockname()[1]
+    try:
+        with tempfile.TemporaryDirectory(prefix="autograder-probe-") as tmp:
+            home, run = Path(tmp, "home"), Path(tmp, "run")
+            home.mkdir(), run.mkdir()
+            os.chmod(tmp, 0o711)
+            if uid is not None:
+                os.chown(home, uid, uid), os.chown(run, uid, uid)
+            args = _bwrap_args(_python_roots() + package_dirs(), {SANDBOX_HOME: str(home), str(run): str(run)},
+                               SANDBOX_HOME, uid)
+            code = ("import os, socket, tempfile\n"
+                    "if os.getuid() == 0 and %r is not None:\n"
+                    "    os.setgroups([]); os.setgid(%r); os.setuid(%r)\n"
+                    "open(os.path.join(%r, 'ok'), 'w').write(str(os.getuid()))\n"
+                    "tempfile.TemporaryFile(dir='/tmp').close()\n"
+                    "try:\n"
+                    "    socket.create_connection(('127.0.0.1', %d), timeout=1); print('NET')\n"
+                    "except OSError:\n"
+                    "    print('NONET')\n") % (uid, uid, uid, str(run), port)
+            try:
+                p = subprocess.run(args + ["--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--", sys.executable,
+                                           "-c", code], capture_output=True, text=True, timeout=60)
+            except Exception as e:
+                return False, f"bubblewrap failed to start: {e}"
+            try:
+                listener.accept()[0].close()
+                reached = True
+            except OSError:
+                reached = False
+            if reached or "NET" in p.stdout.split():
+                return False, "bubblewrap started, but the sandbox reached the host's loopback network"
+            if p.returncode != 0 or "NONET" not in p.stdout or not (run / "ok").exists():
+                return False, f"bubblewrap failed to start (exit {p.returncode}): {p.stderr.strip()[-400:]}"
+    finally:
+        listener.close()
     return True, "bubblewrap " + ("(kernel runs as nobody)" if uid is not None else "(user namespace)")
 
 
+INSTALL_HELP = (
+    "Grading runs students' code in a bubblewrap sandbox, and there is no working one here: {reason}.\n"
+    "Install it (Debian/Ubuntu: apt-get install bubblewrap; Fedora/RHEL: dnf install bubblewrap) and\n"
+    "check that `bwrap --ro-bind / / --unshare-all true` works for this user (unprivileged user\n"
+    "namespaces must be allowed; in a container, run the grader as root or allow them).\n"
+    "To grade without a sandbox anyway, pass --no-sandbox: students' code then runs with your rights\n"
+    "(as nobody when you are root) and can read the solutions and other students' work."
+)
+
 UNSANDBOXED_WARNING = (
     "\n" + "!" * 78 + "\n"
-    "!! WARNING: students' code runs UNSANDBOXED: {reason}.\n"
-    "!! Submissions can read the solutions, the gradebook and each other's work, and use the\n"
-    "!! network. Time, memory and process limits still apply. Install bubblewrap to fix this.\n"
+    "!! WARNING: students' code runs UNSANDBOXED ({reason}).\n"
+    "!! Submissions can read the solutions and each other's work, and use the network.\n"
+    "!! Time, memory and process limits still apply. Install bubblewrap to fix this.\n"
     + "!" * 78
 )
 
 
 def make_spec(base: Path, assignment: str, files_from: Path | None, extra_from: Path | None,
-              limits: Limits, sandbox: bool, packages=DEFAULT_PACKAGES) -> SandboxSpec:
-    """Set up the private home and run directory of one submission under `base`."""
-    uid = NOBODY if (sandbox and os.geteuid() == 0) else None
-    home, run = base / "home", base / "run"
+              limits: Limits, sandbox: bool, packages=DEFAULT_PACKAGES, top: Path | None = None) -> SandboxSpec:
+    """Set up the private home and run directory of one submission under `base`. As root, the
+    kernel runs as `nobody`, sandboxed or not (RLIMIT_NPROC does not bind root)."""
+    uid = NOBODY if os.geteuid() == 0 else None
+    home, run = base / "home", socket_dir(base / "run")
     for d in (home, run):
         if d.exists():
             shutil.rmtree(d)
@@ -394,18 +542,76 @@ def make_spec(base: Path, assignment: str, files_from: Path | None, extra_from: 
     host_cwd = prepare_home(home, assignment, files_from, extra_from, uid)
     if uid is not None:
         os.chown(run, uid, uid)
+        if not sandbox:
+            # a kernel that keeps CAP_DAC_READ_SEARCH (Python under /root) passes anywhere
+            traversable(base, top or base, strict=reachable_by_others(_python_roots() + [sys.executable]))
     inner_home = SANDBOX_HOME if sandbox else str(home)
     return SandboxSpec(
         enabled=sandbox,
         home=str(home),
         cwd=f"{SANDBOX_HOME}/{assignment}" if sandbox else host_cwd,
         rundir=str(run),
-        ro=_python_roots() + package_dirs(packages),
+        ro=_python_roots() + package_dirs(tuple(packages)),
         env=kernel_env(inner_home),
         limits=asdict(limits),
         uid=uid,
         log_file=str(base / "kernel.log"),
     )
+
+
+@lru_cache(maxsize=64)
+def _reachable(path: str) -> bool:
+    p = Path(os.path.realpath(path))
+    try:
+        if not all(a.stat().st_mode & 0o001 for a in p.parents):
+            return False
+        st = p.stat()
+    except OSError:
+        return False
+    return bool(st.st_mode & (0o001 if p.is_dir() or os.access(p, os.X_OK) else 0o004))
+
+
+def reachable_by_others(paths) -> bool:
+    """Whether a uid that is neither the owner nor in the group can reach all of `paths` (the
+    interpreter, the Python install, course_lib): not so for a Python under /root."""
+    return all(_reachable(str(p)) for p in paths)
+
+
+MAX_SOCKET_PATH = 100      # a unix socket's path is at most 107 bytes; the kernel adds "/kernel-ipc-NNNNN"
+_SOCKET_DIRS: list = []
+
+
+def socket_dir(wanted: Path) -> Path:
+    """`wanted`, or where that path is too long for the kernel's unix sockets (a deep TMPDIR), a
+    short locked folder in /tmp, removed by close_socket_dirs (or, after a crash, by the next
+    run's clean-up)."""
+    if len(str(wanted)) + 18 <= MAX_SOCKET_PATH:
+        return wanted
+    from .rundir import RunDir
+
+    short = RunDir("k", base="/tmp")
+    os.chmod(short.path, 0o711)      # an unsandboxed kernel (nobody) passes through to its sockets
+    _SOCKET_DIRS.append(short)
+    return short.path / "r"
+
+
+def close_socket_dirs() -> None:
+    while _SOCKET_DIRS:
+        _SOCKET_DIRS.pop().close()
+
+
+def traversable(path: Path, top: Path, strict: bool = True) -> None:
+    """Let an unprivileged uid pass through (not list) the folders from `path` up to `top`, which
+    this run made (mkdtemp makes them 0700): an unsandboxed kernel reaches its home that way.
+    Folders above `top` are not changed; one that others cannot pass through is an error."""
+    path, top = Path(path).resolve(), Path(top).resolve()
+    for p in [path, *path.parents]:
+        st = p.stat()
+        if p == top or top in p.parents:
+            os.chmod(p, (st.st_mode & 0o7777) | 0o111)
+        elif strict and not st.st_mode & 0o001:
+            raise RuntimeError(f"an unsandboxed kernel runs as nobody and cannot pass through {p} "
+                               f"(mode {st.st_mode & 0o7777:o}): set TMPDIR to a folder others can pass through")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -493,26 +699,72 @@ def strip_warnings(text: str) -> str:
 
 
 def capture_expression(names: list[str]) -> str:
-    """One expression returning JSON {name: [type, str, number|None, units]} for defined names."""
-    parts = []
-    for n in names:
-        parts.append(
-            f"'{n}': (lambda v: [type(v).__name__, str(v)[:200], "
-            f"(lambda m: float(m) if isinstance(m, (int, float)) and not isinstance(m, bool) else None)(getattr(v, 'magnitude', v)), "
-            f"str(getattr(v, 'units', ''))])({n}) if '{n}' in globals() else None"
-        )
-    return "__import__('json').dumps({" + ", ".join(parts) + "}, default=str)"
+    """An expression that, evaluated in the kernel's namespace, returns the JSON record of
+    `names` (course_lib.answers.record)."""
+    return f"__import__('course_lib.answers', fromlist=['record']).record({list(names)!r}, globals())"
+
+
+MAX_OUTPUT_CHARS = 100_000     # per output (a text, an image's base64): more is cut with a note
+
+
+def cap_outputs(cell, limit: int = MAX_OUTPUT_CHARS) -> None:
+    """Cut every output of `cell` longer than `limit` characters, saying so: a 10 MB line must
+    not be stored in the gradebook's notebooks and fed back whole."""
+    note = "\n[... output cut by the grader: {n:,} characters, the first {k:,} shown ...]\n"
+    for out in cell.get("outputs", []):
+        kind = out.get("output_type")
+        if kind == "stream":
+            text = out.get("text", "")
+            text = "".join(text) if isinstance(text, list) else text
+            if len(text) > limit:
+                out["text"] = text[:limit] + note.format(n=len(text), k=limit)
+        elif kind == "error":
+            tb = out.get("traceback", [])
+            if sum(len(t) for t in tb) + len(out.get("evalue", "")) > limit:
+                out["evalue"] = out.get("evalue", "")[:limit // 2]
+                kept, size = [], 0
+                for t in tb:
+                    if size + len(t) > limit // 2:
+                        kept.append(note.format(n=sum(len(x) for x in tb), k=size))
+                        break
+                    kept.append(t)
+                    size += len(t)
+                out["traceback"] = kept
+        elif kind in ("execute_result", "display_data"):
+            data = out.get("data", {})
+            for mime in list(data):
+                value = data[mime]
+                text = "".join(value) if isinstance(value, list) else value
+                if isinstance(text, str) and len(text) > limit:
+                    if mime.startswith("text/") and mime != "text/html":
+                        data[mime] = text[:limit] + note.format(n=len(text), k=limit)
+                    else:   # an image or HTML cut in half is garbage: drop it, keep the note
+                        del data[mime]
+                        data.setdefault("text/plain", f"[{mime} output of {len(text):,} characters removed by the "
+                                                      f"grader: more than {limit:,}]")
+
+
+def _grade_id(cell) -> str | None:
+    return (cell.get("metadata", {}).get("nbgrader") or {}).get("grade_id")
 
 
 class SandboxedExecute(Execute):
-    """nbgrader's Execute with the sandboxed kernel, a notebook wall clock, warning-proof test
-    cells, and a record of the answer variables' values (for the misconception report)."""
+    """nbgrader's Execute with the sandboxed kernel, a notebook wall clock, per-cell time limits,
+    warning-proof test cells, a record of the answers right after each answer cell ran (for the
+    clean re-verification and the report), and the hidden tests run last.
+
+    Hidden tests last: every other cell runs first, in order, so none of their outputs was
+    produced by a kernel that had seen a hidden test (feedback shows them safely); the hidden
+    test cells then run, in order, only to compare the kernel's verdict with the clean one."""
 
     sandbox_spec = Unicode("", config=True)
     notebook_timeout = Integer(900, config=True)
     capture = Unicode("{}", config=True, help="JSON {answer grade_id: [variable, ...]}: values to record "
-                      "right after each of those cells ran (for the misconception report)")
+                      "right after each of those cells ran")
+    deferred = Unicode("[]", config=True, help="JSON [grade_id, ...]: the hidden-test cells, run after all others")
+    cell_timeouts = Unicode("{}", config=True, help="JSON {grade_id: seconds}; other cells get `timeout`")
     grade_cell_warnings = Bool(True, config=True, help="remove warning text from test cells' stderr")
+    max_output_chars = Integer(MAX_OUTPUT_CHARS, config=True)
 
     def __init__(self, *args, **kwargs):
         kwargs["kernel_manager_class"] = SandboxKernelManager
@@ -530,8 +782,13 @@ class SandboxedExecute(Execute):
         NotebookClient.__init__(self, nb, km)
         self.reset_execution_trackers()
         self._check_assign_resources(resources)
-        captured, killed, stopped = {}, threading.Event(), None
         capture = json.loads(self.capture or "{}")
+        deferred = json.loads(self.deferred or "[]")
+        limits = json.loads(self.cell_timeouts or "{}")
+        self.timeout_func = lambda cell: limits.get(_grade_id(cell), self.timeout)
+        order = [i for i, c in enumerate(self.nb.cells) if _grade_id(c) not in deferred]
+        last = [i for i, c in enumerate(self.nb.cells) if _grade_id(c) in deferred]
+        answers, timings, killed, stopped = {}, {}, threading.Event(), None
         with self.setup_kernel():
             assert self.kc
             timer = threading.Timer(self.notebook_timeout, self._kill, args=(killed,))
@@ -540,36 +797,44 @@ class SandboxedExecute(Execute):
             try:
                 info_msg = self.wait_for_reply(self.kc.kernel_info())
                 self.nb.metadata["language_info"] = info_msg["content"]["language_info"]
-                for index, cell in enumerate(self.nb.cells):
+                for index in order + last:
+                    cell = self.nb.cells[index]
                     if stopped:
                         if cell.cell_type == "code":
                             cell.outputs = [_error_output("CellNotRun", f"not run: {stopped}")]
                             cell.execution_count = None
                         continue
+                    gid = _grade_id(cell)
+                    t0 = time.monotonic()
                     try:
                         self.preprocess_cell(cell, resources, index)
-                        names = capture.get(cell.metadata.get("nbgrader", {}).get("grade_id"))
-                        if names and cell.cell_type == "code":
-                            captured.update(self._capture(names))
+                        if gid in capture and cell.cell_type == "code":
+                            answers[gid] = self._capture(capture[gid])
                     except (CellTimeoutError, DeadKernelError) as e:
                         if killed.is_set():
                             stopped = f"the notebook ran past its time limit ({self.notebook_timeout} s)"
                         elif isinstance(e, CellTimeoutError):
-                            stopped = (f"the cell ran past its time limit ({self.timeout} s) and did not "
-                                       "stop when interrupted")
+                            stopped = (f"the cell ran past its time limit ({self.timeout_func(cell)} s) and did "
+                                       "not stop when interrupted")
                         else:
                             stopped = "the kernel died (out of memory or crashed)"
                         log.warning("%s", stopped)
                         log.info("%s", e)
                         self.km.kill_now()
                         cell.outputs = list(cell.get("outputs", [])) + [_error_output("KernelStopped", stopped)]
+                    finally:
+                        if cell.cell_type == "code":
+                            timings[gid or f"#{index}"] = round(time.monotonic() - t0, 4)
+                            cap_outputs(cell, self.max_output_chars)
             finally:
                 timer.cancel()
         self.set_widgets_metadata()
         if self.grade_cell_warnings:
             self._strip_grade_cell_warnings()
         meta = self.nb.metadata.setdefault("autograder", {})
-        meta["values"] = captured
+        meta["answers"] = answers
+        meta["timings"] = timings
+        meta["hidden_run_last"] = [_grade_id(self.nb.cells[i]) for i in last]
         meta["sandboxed"] = SandboxSpec.from_json(self.sandbox_spec).enabled
         if stopped:
             meta["stopped"] = stopped
@@ -584,19 +849,21 @@ class SandboxedExecute(Execute):
             log.warning("could not kill the kernel: %s", e)
 
     def _capture(self, names) -> dict:
-        """Values of `names` in the student's kernel now ({} if that fails)."""
+        """The record of `names` in the student's kernel now (course_lib.answers.record); a
+        failure is recorded for each name. A silent request: no pre/post-run hooks fire."""
         try:
             msg_id = self.kc.execute("", silent=True, store_history=False,
                                      user_expressions={"values": capture_expression(names)})
             reply = self.wait_for_reply(msg_id)
             res = reply["content"]["user_expressions"]["values"]
             if res.get("status") != "ok":
-                return {}
+                why = f"recording failed in the kernel: {res.get('ename')}: {str(res.get('evalue'))[:200]}"
+                return {n: {"error": why} for n in names}
             values = json.loads(ast.literal_eval(res["data"]["text/plain"]))
-            return {k: v for k, v in values.items() if k in names}
+            return {n: values[n] if isinstance(values.get(n), dict) else {"error": "not recorded"} for n in names}
         except Exception as e:
             log.warning("could not record the answer values: %s", e)
-            return {}
+            return {n: {"error": f"recording failed: {type(e).__name__}: {e}"} for n in names}
 
     def _strip_grade_cell_warnings(self):
         for cell in self.nb.cells:

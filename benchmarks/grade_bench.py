@@ -1,20 +1,30 @@
-"""Benchmark: `python -m autograder grade` against serial `nbgrader autograde`, same class, same run.
+"""Benchmark: `python -m autograder grade` against ONE serial `nbgrader autograde` call for the
+whole class (the fair baseline), and the execution floor, on the same class in the same run.
 
-    .venv/bin/python benchmarks/grade_bench.py [ASSIGNMENT] [--correct 8] [--wrong 6] [--timeout 10]
+    .venv/bin/python benchmarks/grade_bench.py [ASSIGNMENT] [--correct 20] [--wrong 10] [--no-hang]
 
-The class is autograder.synthetic's (correct, partly wrong, blank, syntax error, infinite loop,
-memory bomb, deleted test, edited locked cell, warnings), built from a fresh release. Both sides
-start from nothing (no gradebook) and are timed wall-clock end to end:
+The class is autograder.synthetic's (correct, partly wrong, blank, syntax error, memory bomb,
+deleted test, edited locked cell, warnings: 36 submissions by default), built from a fresh
+release. Every side starts from nothing (no gradebook) and is timed wall-clock end to end:
 
-* ours:   python -m autograder grade A --submissions <class>   (collect, gradebook, parallel grading)
-* serial: nbgrader generate_assignment A, then one `nbgrader autograde A --student S` per student,
-          one after the other, as an instructor would run it, under `prlimit --as` with the same
-          memory limit as ours (without one, the memory bomb would simply take 8 GiB of RAM).
+* ours:     python -m autograder grade A --submissions <class>   (collect, preflight of the
+            solution, parallel sandboxed grading, clean re-verification, merge)
+* baseline: nbgrader generate_assignment A, then ONE `nbgrader autograde A` for the whole class,
+            with the course's settings (Execute.timeout = 120 s, add_missing_cells), under
+            `prlimit --as` with the same memory limit as ours (else the memory bomb takes 8 GiB)
+* floor:    the baseline's autograded notebooks (hidden tests in place) executed again with
+            plain nbclient, one after the other; the sum divided by the number of workers is
+            what no grader on this machine can beat.
 
-Left out of the class: the hostile student (unsandboxed, under plain nbgrader, it reads the
-solutions and rewrites the gradebook, which would wreck the comparison — the tests cover it) and
-the SIGINT-proof loop (plain nbgrader abandons that whole submission; ours keeps the credit earned
-before the hang). Then every test cell's score is compared between the two gradebooks.
+Then the same with one hung submission added (an endless loop in an answer cell): the baseline
+waits out its 120 s cell timeout; ours interrupts at the limit derived from the solution's own
+time for that cell (max(10 s, 20x)). Targets on 2 cores: ours >= 1.8x the baseline and <= 1.3x
+the floor, >= 3x the baseline with the hung submission; the same score in every test cell.
+
+The machine may be shared: compare the ratios within one run, not figures across runs.
+Left out of the class: the hostile student (unsandboxed, under plain nbgrader, it would read the
+solutions and rewrite the gradebook -- the tests cover it) and the SIGINT-proof loop (plain
+nbgrader abandons that whole submission).
 """
 from __future__ import annotations
 
@@ -28,15 +38,13 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from autograder.course import default_jobs
+from autograder.grade import cell_scores
+from autograder.release import REPO, SOURCE, assignments, generate
+from autograder.synthetic import KINDS, default_roster, make_class
 
-from autograder.course import default_jobs  # noqa: E402
-from autograder.grade import cell_scores  # noqa: E402
-from autograder.release import SOURCE, assignments, generate  # noqa: E402
-from autograder.synthetic import KINDS, default_roster, make_class  # noqa: E402
-
-BENCH_KINDS = tuple(k for k in KINDS if k not in ("hostile", "stubborn_loop", "not_a_notebook"))
+BENCH_KINDS = tuple(k for k in KINDS if k not in ("hostile", "stubborn_loop", "not_a_notebook", "infinite_loop"))
+COURSE_TIMEOUT = 120      # nbgrader_config.py's Execute.timeout
 
 
 def serial_config(root: Path, timeout: int) -> str:
@@ -56,14 +64,72 @@ def serial_config(root: Path, timeout: int) -> str:
     )
 
 
+FLOOR = r"""
+import json, sys, time
+from pathlib import Path
+import nbformat
+from nbclient import NotebookClient
+total, timeout = 0.0, int(sys.argv[2])
+for p in sorted(Path(sys.argv[1]).glob("*/*/*.ipynb")):
+    nb = nbformat.read(str(p), as_version=4)
+    for c in nb.cells:
+        if c.cell_type == "code":
+            c.outputs = []
+    t0 = time.perf_counter()
+    NotebookClient(nb, timeout=timeout, allow_errors=True, interrupt_on_timeout=True,
+                   resources={"metadata": {"path": str(p.parent)}}).execute()
+    total += time.perf_counter() - t0
+print(json.dumps({"seconds": total}))
+"""
+
+
+def run_class(a: str, work: Path, class_dir: Path, students: list, args, env: dict, label: str) -> dict:
+    bindir = Path(sys.executable).parent
+    limit = ["prlimit", f"--as={args.memory * 2**20}", "--"] if shutil.which("prlimit") else []
+    timeout = args.timeout or COURSE_TIMEOUT
+
+    ours = work / f"ours-{label}"
+    cmd = [sys.executable, "-m", "autograder", "grade", a, "--root", str(ours), "--submissions", str(class_dir),
+           "--memory", str(args.memory), "-j", str(args.jobs), "-q"] + (["--timeout", str(args.timeout)] if args.timeout else [])
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
+    t_ours = time.perf_counter() - t0
+    summary = next((l for l in p.stdout.splitlines() if l.startswith(f"{a}: graded")), p.stderr[-2000:])
+
+    serial = work / f"serial-{label}"
+    serial.mkdir()
+    (serial / "nbgrader_config.py").write_text(serial_config(serial, timeout))
+    for s in students:
+        shutil.copytree(ours / "submitted" / s, serial / "submitted" / s)
+    t0 = time.perf_counter()
+    subprocess.run([str(bindir / "nbgrader"), "generate_assignment", a, "--force"], cwd=serial, env=env,
+                   capture_output=True, check=True)
+    r = subprocess.run(limit + [str(bindir / "nbgrader"), "autograde", a, "--force"], cwd=serial, env=env,
+                       capture_output=True, text=True)
+    t_serial = time.perf_counter() - t0
+
+    mine = cell_scores("sqlite:///" + str(ours / "gradebook.db"), a)
+    theirs = cell_scores("sqlite:///" + str(serial / "gradebook.db"), a)
+    diffs = {}
+    for s in students:
+        d = {c: (mine.get(s, {}).get(c), theirs.get(s, {}).get(c))
+             for c in set(mine.get(s, {})) | set(theirs.get(s, {})) if mine.get(s, {}).get(c) != theirs.get(s, {}).get(c)}
+        if d:
+            diffs[s] = d
+    return {"ours": t_ours, "serial": t_serial, "summary": summary, "serial_rc": r.returncode, "diffs": diffs,
+            "cells": sum(len(v) for v in mine.values()), "graded": len(mine), "serial_dir": serial, "limit": limit}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("assignment", nargs="?", help="default: the first assignment in solutions/")
-    ap.add_argument("--correct", type=int, default=8)
-    ap.add_argument("--wrong", type=int, default=6)
-    ap.add_argument("--timeout", type=int, default=10, help="seconds per cell, both sides")
+    ap.add_argument("--correct", type=int, default=20)
+    ap.add_argument("--wrong", type=int, default=10)
+    ap.add_argument("--timeout", type=int, default=None,
+                    help="seconds per cell, both sides (default: the course's 120 s for nbgrader, derived for ours)")
     ap.add_argument("--memory", type=int, default=4096, help="MB of address space, both sides")
     ap.add_argument("-j", "--jobs", type=int, default=default_jobs())
+    ap.add_argument("--no-hang", action="store_true", help="skip the run with a hung submission")
     ap.add_argument("--keep", action="store_true", help="keep the work folder")
     args = ap.parse_args(argv)
     a = args.assignment or assignments()[0]
@@ -71,65 +137,51 @@ def main(argv=None) -> int:
     env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}"}
 
     work = Path(tempfile.mkdtemp(prefix="grade-bench-"))
+    ok = True
     try:
         generate(dest=work / "release", only=[a])
         roster = default_roster(args.correct, args.wrong, BENCH_KINDS)
         manifest = make_class(a, work / "class", release_dir=work / "release", roster=roster)
         students = [s for s, e in manifest["students"].items() if e["gradable"]]
-        print(f"{a}: {len(students)} submissions, {os.cpu_count()} CPU cores, "
-              f"{args.timeout} s per cell, {args.memory} MB per kernel")
+        print(f"{a}: {len(students)} submissions, {os.cpu_count()} CPU cores, {args.jobs} workers, "
+              f"{args.memory} MB per kernel; cell time limit: "
+              + (f"{args.timeout} s both sides" if args.timeout else f"nbgrader {COURSE_TIMEOUT} s (the course's), "
+                                                                    "ours derived from the solution"))
+        r = run_class(a, work, work / "class", students, args, env, "plain")
 
-        # ---- ours ----------------------------------------------------------------------------
-        ours = work / "ours"
-        t0 = time.perf_counter()
-        p = subprocess.run([sys.executable, "-m", "autograder", "grade", a, "--root", str(ours),
-                            "--submissions", str(work / "class"), "--timeout", str(args.timeout),
-                            "--memory", str(args.memory), "-j", str(args.jobs), "-q"],
-                           cwd=REPO, env=env, capture_output=True, text=True)
-        t_ours = time.perf_counter() - t0
-        print(p.stdout.strip().splitlines()[-1] if p.stdout.strip() else p.stderr[-2000:])
+        floor_cmd = r["limit"] + [sys.executable, "-c", FLOOR, str(r["serial_dir"] / "autograded"),
+                                  str(args.timeout or COURSE_TIMEOUT)]
+        f = subprocess.run(floor_cmd, cwd=work, env=env, capture_output=True, text=True)
+        floor_total = json.loads(f.stdout.strip().splitlines()[-1])["seconds"] if f.returncode == 0 else float("nan")
+        floor = floor_total / args.jobs
+        print(f"  {r['summary']}")
+        print(f"  one serial nbgrader autograde: {r['serial']:7.1f} s"
+              + ("" if r["serial_rc"] == 0 else f"  (exit {r['serial_rc']})"))
+        print(f"  python -m autograder grade:    {r['ours']:7.1f} s")
+        print(f"  floor (nbclient {floor_total:.1f} s / {args.jobs}): {floor:7.1f} s")
+        print(f"  speed-up over the baseline: {r['serial'] / r['ours']:.2f}x (target >= 1.8x); "
+              f"ours / floor: {r['ours'] / floor:.2f}x (target <= 1.3x)")
+        same = not r["diffs"] and r["graded"] == len(students)
+        print(f"  scores identical cell by cell: {'yes' if same else 'NO'} ({len(students)} students, {r['cells']} cells)")
+        for s, d in sorted(r["diffs"].items()):
+            print(f"    {s}: " + json.dumps({c: {"ours": x, "nbgrader": y} for c, (x, y) in sorted(d.items())}))
+        ok &= same
 
-        # ---- serial nbgrader ------------------------------------------------------------------
-        serial = work / "serial"
-        serial.mkdir()
-        (serial / "nbgrader_config.py").write_text(serial_config(serial, args.timeout))
-        for s in students:
-            shutil.copytree(ours / "submitted" / s, serial / "submitted" / s)
-        limit = ["prlimit", f"--as={args.memory * 2**20}", "--"] if shutil.which("prlimit") else []
-        t0 = time.perf_counter()
-        subprocess.run([str(bindir / "nbgrader"), "generate_assignment", a, "--force"], cwd=serial, env=env,
-                       capture_output=True, check=True)
-        failed = []
-        for s in students:
-            r = subprocess.run(limit + [str(bindir / "nbgrader"), "autograde", a, "--student", s, "--force"],
-                               cwd=serial, env=env, capture_output=True, text=True)
-            if r.returncode != 0:
-                failed.append(s)
-        t_serial = time.perf_counter() - t0
-
-        # ---- compare --------------------------------------------------------------------------
-        mine = cell_scores("sqlite:///" + str(ours / "gradebook.db"), a)
-        theirs = cell_scores("sqlite:///" + str(serial / "gradebook.db"), a)
-        diffs = {s: {c: (mine.get(s, {}).get(c), theirs.get(s, {}).get(c))
-                     for c in set(mine.get(s, {})) | set(theirs.get(s, {}))
-                     if mine.get(s, {}).get(c) != theirs.get(s, {}).get(c)}
-                 for s in students}
-        diffs = {s: d for s, d in diffs.items() if d}
-        cells = sum(len(v) for v in mine.values())
-        expected_ok = all(
-            sum(v or 0 for k, v in mine.get(s, {}).items() if k.split("/", 1)[1] in manifest["students"][s]["expected"][k.split("/", 1)[0]])
-            == sum(manifest["students"][s]["total"].values()) for s in students)
-        print(f"serial nbgrader autograde: {t_serial:7.1f} s  ({t_serial / len(students):.1f} s per submission"
-              + (f"; failed: {', '.join(failed)}" if failed else "") + ")")
-        print(f"python -m autograder grade:  {t_ours:7.1f} s  ({t_ours / len(students):.1f} s per submission, "
-              f"{args.jobs} workers)")
-        print(f"speed-up: {t_serial / t_ours:.2f}x")
-        print(f"scores identical: {'yes' if not diffs and len(mine) == len(theirs) == len(students) else 'NO'} "
-              f"({len(students)} students, {cells} graded cells); as the class script planted: "
-              f"{'yes' if expected_ok else 'NO'}")
-        for s, d in sorted(diffs.items()):
-            print(f"  {s}: " + json.dumps({c: {"ours": x, "nbgrader": y} for c, (x, y) in sorted(d.items())}))
-        return 0 if not diffs else 1
+        if not args.no_hang:
+            hung = make_class(a, work / "class-hung", release_dir=work / "release", roster=roster + [("hung", "infinite_loop")])
+            students_h = [s for s, e in hung["students"].items() if e["gradable"]]
+            h = run_class(a, work, work / "class-hung", students_h, args, env, "hung")
+            print(f"with one hung submission ({len(students_h)} submissions):")
+            print(f"  {h['summary']}")
+            print(f"  one serial nbgrader autograde: {h['serial']:7.1f} s")
+            print(f"  python -m autograder grade:    {h['ours']:7.1f} s")
+            print(f"  speed-up over the baseline: {h['serial'] / h['ours']:.2f}x (target >= 3x)")
+            same_h = not h["diffs"] and h["graded"] == len(students_h)
+            print(f"  scores identical cell by cell: {'yes' if same_h else 'NO'}")
+            for s, d in sorted(h["diffs"].items()):
+                print(f"    {s}: " + json.dumps({c: {"ours": x, "nbgrader": y} for c, (x, y) in sorted(d.items())}))
+            ok &= same_h
+        return 0 if ok else 1
     finally:
         if args.keep:
             print(f"work folder kept: {work}")

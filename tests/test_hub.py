@@ -400,11 +400,9 @@ def student_round_trip(hub, who: str, answers: dict) -> dict:
 
 
 def collect_from_exchange(hub) -> None:
-    """The instructor collects the submissions from the exchange into submitted/ (with
-    timestamp.txt and submission_secret.txt). nbgrader's own collect for now; switch to
-    `python -m autograder collect ASSIGNMENT --exchange` once it exists."""
-    as_user(hub["users"]["instructor"], hub["home"]["instructor"], hub["env"] / "bin",
-            ["nbgrader", "collect", ASSIGNMENT], cwd=hub["course"])
+    """The instructor collects the submissions from the exchange into submitted/ (the latest per
+    student, with timestamp.txt and submission_secret.txt, which release-feedback needs)."""
+    instructor(hub, "collect", ASSIGNMENT, "--exchange")
 
 
 def instructor(hub, *args) -> str:
@@ -466,7 +464,7 @@ def a_term(hub, capsys):
     for who in ("right", "wrong"):
         sub = course / "submitted" / users[who] / ASSIGNMENT
         assert (sub / "timestamp.txt").is_file() and (sub / "submission_secret.txt").is_file(), sorted(sub.iterdir())
-    graded = instructor(hub, "grade", ASSIGNMENT, "--require-sandbox", "-q")
+    graded = instructor(hub, "grade", ASSIGNMENT, "-q")
     assert "sandboxed" in graded and "failed 0" in graded, graded
     instructor(hub, "feedback", ASSIGNMENT)
     released = instructor(hub, "release-feedback", ASSIGNMENT)

@@ -1,0 +1,406 @@
+"""Clean re-verification: every test's verdict recomputed from the recorded answers, in a fresh
+Python process that no student code ever ran in.
+
+In the student's kernel a test cell can be fooled: the submission may monkeypatch
+course_lib.checks, builtins or sys.modules, install assert or pre/post-run hooks. What cannot
+be fooled is the record of the answers taken right after each answer cell ran (plain JSON, by
+course_lib.answers): here each test cell of the instructor's *source* notebook runs again, in a
+fresh namespace seeded with the decoded answers, in a new Python started like the kernel (the
+same interpreter, the same course_lib, sandboxed, as `nobody`) but with nothing of the student's
+in it. Its verdict is the score; where the kernel disagreed, the instructor is told.
+
+The seam: `grading_values(test, answers, nb)` chooses the values a test is re-verified with.
+By default each name a test reads takes the value it had right after the last answer cell
+before the test that assigns it. A predict-then-verify record (a prediction committed before the
+truth was revealed) plugs in there.
+
+A test cell can be re-verified when every name it reads without defining is an answer
+variable (assigned in an answer cell); `plan()` says which are not. A hidden test that reads
+anything else cannot be graded safely and stops grading (preflight) with the cell named.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from .course import HIDDEN_BEGIN, assigned_names
+
+#: a test cell that takes longer than this in the clean process has a problem of its own
+VERIFY_TIMEOUT_PER_TEST = 30
+
+
+@dataclass
+class TestCell:
+    """An autograded test cell of the instructor's source notebook."""
+
+    notebook: str
+    grade_id: str
+    source: str
+    points: float
+    hidden: bool
+    names: list                                    # names it reads without defining them
+    sources: dict = field(default_factory=dict)    # name -> the answer cell (grade_id) that assigns it
+    unknown: list = field(default_factory=list)    # names no earlier answer cell assigns
+
+    @property
+    def verifiable(self) -> bool:
+        return not self.unknown
+
+
+def free_names(source: str) -> list[str]:
+    """Names a cell reads that it does not define itself (nor are builtins), in first-use order."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    defined, loaded = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, (ast.Store, ast.Del)):
+                defined.add(node.id)
+            else:
+                loaded.append((node.lineno, node.col_offset, node.id))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for a in node.names:
+                defined.add((a.asname or a.name).split(".")[0])
+        elif isinstance(node, ast.arg):
+            defined.add(node.arg)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            defined.add(node.name)
+    order = list(dict.fromkeys(n for _, _, n in sorted(loaded)))
+    return [n for n in order if n not in defined and not hasattr(builtins, n)]
+
+
+def _meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+
+
+def test_cells(source_nb: Path) -> list[TestCell]:
+    """The autograded test cells of a source notebook, each with the answer cell every name it
+    reads comes from."""
+    nb = nbformat.read(str(source_nb), as_version=4)
+    assigned_by: dict[str, str] = {}        # name -> the last answer cell so far that assigns it
+    out = []
+    for cell in nb.cells:
+        m = _meta(cell)
+        if cell.cell_type != "code":
+            continue
+        if m.get("solution") and not m.get("grade"):
+            for n in assigned_names(cell.source):
+                assigned_by[n] = m["grade_id"]
+        elif m.get("grade") and not m.get("solution"):
+            names = free_names(cell.source)
+            out.append(TestCell(source_nb.stem, m["grade_id"], cell.source, float(m.get("points", 0)),
+                                HIDDEN_BEGIN in cell.source, names,
+                                {n: assigned_by[n] for n in names if n in assigned_by},
+                                [n for n in names if n not in assigned_by]))
+    return out
+
+
+def plan(source_dir: Path, notebooks: list[str]) -> dict:
+    """What grading an assignment records and re-verifies:
+    {"tests": {notebook: [TestCell...]}, "capture": {answer grade_id: [names]},
+     "hidden": [hidden test grade_ids], "unverifiable": [(notebook, grade_id, [names])]}."""
+    tests, capture, hidden, unverifiable = {}, {}, [], []
+    for nb in notebooks:
+        cells = test_cells(Path(source_dir) / f"{nb}.ipynb")
+        tests[nb] = cells
+        for t in cells:
+            if t.hidden:
+                hidden.append(t.grade_id)
+            if not t.verifiable:
+                unverifiable.append((nb, t.grade_id, t.unknown))
+                continue
+            for name, answer in t.sources.items():
+                if name not in capture.setdefault(answer, []):
+                    capture[answer].append(name)
+    return {"tests": tests, "capture": capture, "hidden": hidden, "unverifiable": unverifiable}
+
+
+# ---------------------------------------------------------------------------------------------
+# The seam: which values a test is re-verified with
+# ---------------------------------------------------------------------------------------------
+def grading_values(test: TestCell, answers: dict, nb=None) -> dict[str, dict]:
+    """{name: record entry} that `test` is re-verified with. An entry is what
+    course_lib.answers.record wrote: {"value": <encoded>}, {"error": why} or {"missing": True}.
+
+    `answers` is the autograded notebook's record, {answer grade_id: {name: entry}}, taken right
+    after each answer cell ran; `nb` is the autograded notebook itself (for records of other
+    kinds). Default: each name's value right after the answer cell that assigns it (the last
+    one before the test in the source notebook). A name with no record at all is missing (the
+    answer cell never ran).
+
+    This is where a predict-then-verify question can feed the prediction the student committed
+    before the truth was revealed instead of the final value."""
+    out = {}
+    for name in test.names:
+        cell = test.sources.get(name)
+        entry = (answers.get(cell) or {}).get(name) if cell else None
+        out[name] = entry if isinstance(entry, dict) else {"missing": True}
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The clean process
+# ---------------------------------------------------------------------------------------------
+# Runs as `python -I -c PROGRAM` (no working directory or PYTHON* variables on sys.path) in a
+# sandbox of its own; reads the job as JSON on stdin, prints the verdicts as JSON.
+PROGRAM = r'''
+import ast, builtins, contextlib, io, json, os, re, sys, warnings
+warnings.simplefilter("ignore")
+try:
+    from course_lib.answers import decode
+    import course_lib, course_lib.checks   # imported once: every forked child starts with them
+except Exception as e:
+    print(json.dumps({"fatal": f"cannot import course_lib.answers: {type(e).__name__}: {e}"}), flush=True)
+    sys.exit(0)
+WARNING = re.compile(r"^\S.*:\d+: \w*Warning: ")
+
+def strip_warnings(text):
+    out, skip = [], False
+    for line in text.splitlines(keepends=True):
+        if WARNING.match(line):
+            skip = True
+            continue
+        if skip and line.startswith((" ", "\t")):
+            continue
+        skip = False
+        out.append(line)
+    return "".join(out)
+
+def fail(ename, message, label=None):
+    return {"passed": False, "score": 0.0, "ename": ename, "message": message[:2000],
+            "label": label if isinstance(label, str) else None}
+
+def run(test):
+    ns = {"__name__": "__main__", "__builtins__": builtins}
+    for name, entry in test["values"].items():
+        if "value" in entry:
+            try:
+                ns[name] = decode(entry["value"])
+            except Exception as e:
+                return fail("UnsupportedAnswer", f"{name}: {e}")
+        elif "error" in entry:
+            return fail("UnsupportedAnswer", f"{name} could not be recorded: {entry['error']}")
+    try:
+        tree = ast.parse(test["source"])
+    except SyntaxError as e:
+        return fail("SyntaxError", str(e))
+    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+    err = io.StringIO()
+    value = None
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            exec(compile(tree, "<" + test["grade_id"] + ">", "exec"), ns)
+            if last is not None:
+                value = eval(compile(ast.Expression(last.value), "<" + test["grade_id"] + ">", "eval"), ns)
+    except Exception as e:
+        return fail(type(e).__name__, str(e), getattr(e, "label", None))
+    rest = strip_warnings(err.getvalue())
+    if rest.strip():     # as nbgrader: output on stderr fails a test cell
+        return fail("Stderr", rest.strip()[-500:])
+    points = test["points"]
+    if value is not None:   # as nbgrader: a number as the cell's value is partial credit
+        try:
+            grade = float(repr(value))
+        except (TypeError, ValueError):
+            grade = None
+        if grade is not None and grade >= 0:
+            if grade > points:
+                return fail("ValueError", "partial credit cannot be greater than maximum points for cell")
+            return {"passed": grade == points, "score": grade, "ename": None,
+                    "message": f"partial credit {grade:g} of {points:g}", "label": None}
+    return {"passed": True, "score": points, "ename": None, "message": "", "label": None}
+
+def verdicts(job):
+    out = {}
+    for test in job["tests"]:
+        try:
+            out[test["key"]] = run(test)
+        except BaseException as e:   # SystemExit, KeyboardInterrupt raised by a test: a failure
+            out[test["key"]] = fail(type(e).__name__, str(e))
+    return {"results": out}
+
+print(json.dumps({"ready": True}), flush=True)
+for line in sys.stdin:
+    # one child per submission, forked from this process, which has only imported course_lib:
+    # nothing a test did for one submission is there for the next
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            data = json.dumps(verdicts(json.loads(line))).encode()
+        except BaseException as e:
+            data = json.dumps({"fatal": f"{type(e).__name__}: {e}"}).encode()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(w, view):]
+        os._exit(0)
+    os.close(w)
+    chunks = []
+    while True:
+        chunk = os.read(r, 1 << 20)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(r)
+    _, status = os.waitpid(pid, 0)
+    text = b"".join(chunks).decode()
+    print(text if text else json.dumps({"fatal": f"the verifying process died (status {status})"}), flush=True)
+'''
+
+
+class VerifyError(RuntimeError):
+    """The clean process could not give verdicts (it did not start, crashed or timed out)."""
+
+
+class Verifier:
+    """The clean process, started once per worker (sandboxed like a kernel, with nothing of any
+    student in it) and asked for the verdicts of one submission at a time; each request runs in
+    a child it forks, so every submission is checked by a fresh process."""
+
+    def __init__(self, spec, log_file: Path | None = None):
+        import subprocess
+
+        self.spec = spec
+        cwd = spec.home if spec.enabled else spec.cwd
+        self.log = open(log_file, "ab") if log_file else subprocess.DEVNULL
+        self.proc = subprocess.Popen(spec.command(["-I", "-c", PROGRAM]), stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.log, env=dict(spec.env), cwd=cwd)
+        self._buf = b""
+        first = self._line(60)
+        if first.get("fatal"):
+            self.close()
+            raise VerifyError(f"the clean re-verification failed: {first['fatal']}")
+
+    def _line(self, timeout: float) -> dict:
+        import select
+        import time
+
+        deadline = time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                self.close()
+                raise VerifyError(f"the clean re-verification ran past {timeout:.0f} s")
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                self.close()
+                raise VerifyError(f"the clean re-verification process exited ({self.proc.wait()}); see the kernel log")
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        try:
+            return json.loads(line)
+        except ValueError:
+            self.close()
+            raise VerifyError(f"the clean re-verification printed something else: {line[:200]!r}") from None
+
+    def run(self, tests: list[dict]) -> dict:
+        try:
+            self.proc.stdin.write((json.dumps({"tests": tests}) + "\n").encode())
+            self.proc.stdin.flush()
+        except OSError as e:
+            self.close()
+            raise VerifyError(f"the clean re-verification process is gone: {e}") from None
+        out = self._line(30 + VERIFY_TIMEOUT_PER_TEST * len(tests))
+        if "fatal" in out:
+            raise VerifyError(f"the clean re-verification failed: {out['fatal']}")
+        return out["results"]
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout):
+            try:
+                f.close()
+            except OSError:
+                pass
+
+
+_VERIFIERS: dict = {}
+
+
+def close_verifiers() -> None:
+    """Stop this process's clean processes (the grader's own, before it forks workers)."""
+    while _VERIFIERS:
+        _VERIFIERS.popitem()[1].close()
+
+
+def forget_verifiers() -> None:
+    """In a forked worker: the parent's clean processes are not ours."""
+    _VERIFIERS.clear()
+
+
+def run_clean(tests: list[dict], make_spec, key: str = "", log_file: Path | None = None) -> dict:
+    """Verdicts {key: {passed, score, ename, message, label}} for `tests`
+    ([{key, grade_id, source, points, values}]) from this process's clean verifier (started by
+    `make_spec()`, an autograder.sandbox.SandboxSpec, when there is none yet or it died)."""
+    if not tests:
+        return {}
+    v = _VERIFIERS.get(key)
+    if v is None or not v.alive():
+        v = _VERIFIERS[key] = Verifier(make_spec(), log_file)
+    results = v.run(tests)
+    missing = [t["key"] for t in tests if t["key"] not in results]
+    if missing:
+        raise VerifyError(f"the clean re-verification gave no verdict for {', '.join(missing)}")
+    return results
+
+
+def verification_jobs(tests: dict, notebooks: dict, truth: dict | None = None) -> list[dict]:
+    """The jobs for one submission: every verifiable test of every notebook, with the values
+    `grading_values` chooses; for a hidden test that reads several answers, one more job per
+    answer with the others set to the truth (the solution's record), so the report can tell
+    which answer was wrong. `notebooks`: {notebook: autograded NotebookNode}."""
+    jobs = []
+    for nb_name, cells in tests.items():
+        nb = notebooks.get(nb_name)
+        if nb is None:
+            continue
+        answers = nb.metadata.get("autograder", {}).get("answers", {}) or {}
+        truth_answers = (truth or {}).get(nb_name, {}).get("answers", {})
+        for t in cells:
+            if not t.verifiable:
+                continue
+            values = grading_values(t, answers, nb)
+            base = {"grade_id": t.grade_id, "source": t.source, "points": t.points}
+            jobs.append({**base, "key": f"{nb_name}/{t.grade_id}", "values": values})
+            if t.hidden and truth_answers and len(t.names) > 1:
+                right = grading_values(t, truth_answers)
+                for name in t.names:
+                    mixed = {n: (values[n] if n == name else right[n]) for n in t.names}
+                    jobs.append({**base, "key": f"{nb_name}/{t.grade_id}|{name}", "values": mixed})
+    return jobs
+
+
+def to_json(tests: dict) -> dict:
+    return {nb: [asdict(t) for t in cells] for nb, cells in tests.items()}
+
+
+def from_json(data: dict) -> dict:
+    return {nb: [TestCell(**t) for t in cells] for nb, cells in data.items()}
+
+
+def kernel_passed(cell) -> bool | None:
+    """The kernel's verdict on a test cell, as nbgrader reads it (None: not run)."""
+    outs = cell.get("outputs", [])
+    if any(o.get("ename") == "CellNotRun" for o in outs):
+        return None
+    return not any(o.get("output_type") == "error" or (o.get("output_type") == "stream" and o.get("name") == "stderr")
+                   for o in outs)
+
