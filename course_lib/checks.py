@@ -39,8 +39,11 @@ message naming the mistake and the step to redo; or ``None`` with the question's
 Messages never state the right answer. ``MISCONCEPTIONS`` (label -> mistake, step to redo)
 is the table of labels, shared with the instructor's report.
 
-For commit and reveal (a later step): the form check knows the question and its variables and
-reads the normalized answers (what a commit would record); verify knows the question too.
+**Commit and reveal** (course_lib.predictions): a notebook's form check that passes also
+*commits* the answer as the question's prediction (recorded with the time; a later, different
+answer is a revision). A verify cell starts with ``reveal("hello_q2")``: it shows the truth only
+for a committed prediction, and records that it did. Nothing is recorded while nbgrader runs
+the notebook, nor for a check given ``namespace=`` (the grader's).
 
 The older value-based calls (``check_form_number``, ``check_number``, ``compare``, ...) still
 work and use the same parser; ``check_number`` still guesses slips from factors (2, 1000,
@@ -64,7 +67,7 @@ from .answer_forms import (Choice, NotAnAnswer, Number, Ratio, Reason, Regime, S
 from .misconceptions import MISCONCEPTIONS, CheckFailed, describe
 from .units import Q_, is_quantity
 
-__all__ = ["check_form", "check_answer", "verify", "CheckFailed", "MISCONCEPTIONS",
+__all__ = ["check_form", "check_answer", "verify", "reveal", "CheckFailed", "MISCONCEPTIONS",
            "Regime", "Choice", "Number", "Ratio", "WholeNumber", "Reason", "NotAnAnswer",
            # the older, value-based calls
            "normalize_regime", "normalize_choice", "check_form_regime", "check_form_choice",
@@ -141,6 +144,35 @@ def check_form(question: str, *, namespace: dict | None = None, **specs: Spec) -
             problems.append(f"{name}: {e}")
     if problems:
         raise CheckFailed("\n".join(problems), label="not-an-answer")
+    if namespace is None:      # a notebook's own form check: the answer is now committed
+        _commit(question, specs, values)
+
+
+def _commit(question: str, specs: dict, values: dict) -> None:
+    """Record the well-formed answer as the question's prediction (course_lib.predictions)."""
+    from .answers import UnsupportedAnswer
+    from .predictions import commit
+
+    reasons = [spec.read(values[n]) for n, spec in specs.items() if isinstance(spec, Reason)]
+    answers = {n: values[n] for n, spec in specs.items() if not isinstance(spec, Reason)}
+    try:
+        commit(question, answers, " ".join(reasons) or None)
+    except UnsupportedAnswer as e:
+        raise CheckFailed(f"{_names(list(answers))}: {e}", label="not-an-answer") from None
+
+
+def reveal(*questions: str) -> None:
+    """First line of a verify cell: show the truth only for a committed prediction, and record
+    the reveal (course_lib.predictions.reveal).
+
+    >>> import os; os.environ["NBGRADER_EXECUTION"] = "validate"   # as under nbgrader: no record
+    >>> reveal("demo_q9")
+    >>> del os.environ["NBGRADER_EXECUTION"]
+    """
+    __tracebackhide__ = True
+    from .predictions import reveal as _reveal
+
+    _reveal(*questions)
 
 
 # ---- hidden tests -----------------------------------------------------------------------------

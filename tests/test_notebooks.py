@@ -9,6 +9,7 @@ test_grading_roundtrip.py.
 from __future__ import annotations
 
 import re
+import shutil
 import tempfile
 import time
 from collections import Counter, defaultdict
@@ -115,8 +116,12 @@ def test_notebook_executes_cleanly(path, warm_matplotlib, tmp_path):
     from nbclient.exceptions import CellExecutionError
 
     nb = nbformat.read(path, as_version=4)
+    # run in a copy of the assignment folder: a passing form check writes the prediction
+    # record (.predictions.jsonl) beside the notebook, which must not land in solutions/
+    work = tmp_path / path.parent.name
+    shutil.copytree(path.parent, work, ignore=shutil.ignore_patterns(".ipynb_checkpoints", ".predictions.jsonl"))
     client = NotebookClient(nb, timeout=2 * MAX_SECONDS, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}},
+                            resources={"metadata": {"path": str(work)}},
                             config=kernel_config())
     kernel_log = tmp_path / "kernel-stderr.txt"
     start = time.perf_counter()

@@ -7,7 +7,7 @@ MISTAKES = {
         (None, 'q1_prediction = "compute-bound"\n'
                'q1_reasoning = "Int4 weights make the step so small that the math becomes the limit."\n'),
     ],
-    "quant_q2_answer": [
+    "quant_q2_prediction": [
         ("weights-only", "q2_int8_speedup = 2.0   # the bytes-per-element ratios\n"
                          "q2_int4_speedup = 4.0\n"),
     ],

@@ -1,0 +1,164 @@
+"""The prediction record (course_lib.predictions): commit, reveal, revisions, and what makes a
+hand-edited record detectable. The grading side (the committed prediction is what is graded)
+is tested end to end in test_prediction_grading.py."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from course_lib import Q_, predictions
+from course_lib.answers import encode
+from course_lib.checks import CheckFailed, Number, Reason, Regime, check_form, reveal
+
+
+@pytest.fixture
+def record(tmp_path, monkeypatch):
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    monkeypatch.setattr(predictions, "_HERE", tmp_path)
+    return tmp_path / predictions.RECORD_FILE
+
+
+def events(path):
+    return predictions.load_record(path)
+
+
+def test_form_check_commits_and_verify_reveals(record):
+    q1_speedup, q1_reasoning = 3.0, "The H100 has three times the FLOP/s of the A100."
+    check_form("wall_q1", q1_speedup=Number(), q1_reasoning=Reason())
+    check_form("wall_q1", q1_speedup=Number(), q1_reasoning=Reason())     # the same answer again: no event
+    reveal("wall_q1")
+    reveal("wall_q1")                                                      # already revealed: no event
+    ev = events(record)
+    assert [e["kind"] for e in ev] == ["commit", "reveal"]
+    assert ev[0]["values"] == {"q1_speedup": encode(3.0)} and ev[0]["reason"] == q1_reasoning
+    assert predictions.check_events(ev) == []
+    h = predictions.history(ev, "wall_q1")
+    assert h["revealed"] and h["committed"] == {"q1_speedup": encode(3.0)} and h["after"] == []
+
+
+def test_a_change_after_the_reveal_is_a_revision_and_the_committed_answer_stays(record):
+    q1_speedup, q1_reasoning = 3.0, "The H100 has three times the FLOP/s of the A100."
+    check_form("wall_q1", q1_speedup=Number(), q1_reasoning=Reason())
+    reveal("wall_q1")
+    q1_speedup = 1.643   # noqa: F841 (read by name)
+    check_form("wall_q1", q1_speedup=Number(), q1_reasoning=Reason())
+    ev = events(record)
+    assert [e["kind"] for e in ev] == ["commit", "reveal", "revise"]
+    h = predictions.history(ev, "wall_q1")
+    assert h["committed"] == {"q1_speedup": encode(3.0)}
+    assert h["after"] == [{"q1_speedup": encode(1.643)}]
+
+
+def test_a_revision_before_the_reveal_replaces_the_prediction(record):
+    q4_prediction, q4_reasoning = "compute", "More FLOPs than bytes at this batch size."
+    check_form("hello_q4", q4_prediction=Regime(), q4_reasoning=Reason())
+    q4_prediction = "memory-bound"  # noqa: F841
+    check_form("hello_q4", q4_prediction=Regime(), q4_reasoning=Reason())
+    reveal("hello_q4")
+    h = predictions.history(events(record), "hello_q4")
+    assert h["committed"] == {"q4_prediction": encode("memory-bound")} and h["after"] == []
+    assert h["first"] == {"q4_prediction": encode("compute")}
+
+
+def test_reveal_without_a_commit_shows_nothing_and_says_what_to_run(record):
+    with pytest.raises(predictions.NotCommitted, match=r"Q2: no committed prediction yet.*form check"):
+        reveal("hello_q2")
+    assert not record.exists()
+    q1_intensity = 0.25  # noqa: F841
+    check_form("hello_q1", q1_intensity=Number("FLOP/byte"))
+    with pytest.raises(predictions.NotCommitted, match=r"^Q2: "):   # Q1 is committed, Q2 is not
+        reveal("hello_q1", "hello_q2")
+    assert [e["kind"] for e in events(record)] == ["commit"]
+
+
+def test_nothing_is_recorded_while_nbgrader_runs_the_notebook(record, monkeypatch):
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    q1_intensity = 0.25  # noqa: F841
+    check_form("hello_q1", q1_intensity=Number("FLOP/byte"))
+    reveal("hello_q2")          # no error either: grading never withholds
+    assert not record.exists()
+
+
+def test_a_check_on_the_graders_namespace_commits_nothing(record):
+    check_form("hello_q1", namespace={"q1_intensity": 0.25}, q1_intensity=Number("FLOP/byte"))
+    assert not record.exists()
+
+
+def test_an_answer_that_cannot_be_written_down_fails_the_form_check(record):
+    class Weird(float):
+        pass
+
+    q1_intensity = Weird(0.25)  # noqa: F841
+    with pytest.raises(CheckFailed, match="q1_intensity: a value of type Weird cannot be recorded"):
+        check_form("hello_q1", q1_intensity=Number("FLOP/byte"))
+
+
+@pytest.mark.parametrize("a, b, same", [
+    ("Memory Bound", "memory-bound", True),
+    ("memory", "compute", False),
+    (Q_(7.36, "ms"), Q_(0.00736, "s"), True),
+    (Q_(7.36, "ms"), 7.36, False),
+    (1.643, 1.6430000000001, True),
+    (1.643, 1.65, False),
+    (("A100", 256), ("a100", 256.0), True),
+])
+def test_same_value_compares_answers_not_spellings(a, b, same):
+    assert predictions.same_value({"x": encode(a)}, {"x": encode(b)}) is same
+
+
+# ---- hand edits are detectable ---------------------------------------------------------------
+def _record(record):
+    q1_speedup, q1_reasoning = 3.0, "The H100 has three times the FLOP/s of the A100."
+    check_form("wall_q1", q1_speedup=Number(), q1_reasoning=Reason())
+    reveal("wall_q1")
+    q2_ms = 4.4  # noqa: F841
+    check_form("wall_q2", q2_ms=Number("ms"))
+    reveal("wall_q2")
+    return events(record)
+
+
+def test_an_untouched_record_checks_clean(record):
+    assert predictions.check_events(_record(record)) == []
+
+
+def test_an_edited_value_breaks_its_hash(record):
+    ev = _record(record)
+    ev[0]["values"]["q1_speedup"] = encode(1.643)
+    assert any("does not match its hash" in p for p in predictions.check_events(ev))
+
+
+def test_an_edited_value_with_its_hash_recomputed_breaks_the_chain(record):
+    ev = _record(record)
+    ev[0]["values"]["q1_speedup"] = encode(1.643)
+    ev[0]["hash"] = predictions.event_hash(ev[0])
+    problems = predictions.check_events(ev)
+    assert any("out of sequence" in p for p in problems) and any("chain" in p for p in problems)
+
+
+def test_a_removed_reveal_breaks_the_sequence(record):
+    ev = _record(record)
+    del ev[1]
+    assert any("out of sequence" in p for p in predictions.check_events(ev))
+
+
+def test_time_running_backwards_is_flagged(record):
+    ev = _record(record)
+    ev[2]["t"] = "2020-01-01T00:00:00.000Z"
+    ev[2]["hash"] = predictions.event_hash(ev[2])
+    assert any("earlier than the event before it" in p for p in predictions.check_events(ev))
+
+
+def test_a_reveal_without_a_commit_is_flagged():
+    ev = [predictions.make_event([], "wall_q1", "reveal")]
+    assert any("a reveal without a committed prediction" in p for p in predictions.check_events(ev))
+
+
+def test_unparseable_lines_are_kept_as_problems(record):
+    _record(record)
+    with open(record, "a") as f:
+        f.write("not json\n")
+    ev = events(record)
+    assert ev[-1] == {"unparseable": "not json"}
+    assert any("not an event" in p for p in predictions.check_events(ev))
+    json.dumps(ev)   # still plain data
