@@ -149,7 +149,8 @@ def _student_pyproject(text: str) -> str:
     if new == text:
         raise SystemExit('pyproject.toml: expected include = ["course_lib*", "autograder*"] under '
                          '[tool.setuptools.packages.find]; update autograder/publish.py to match')
-    return new
+    # nor its package data (the feedback template)
+    return "".join(line for line in new.splitlines(keepends=True) if not line.startswith("autograder = "))
 
 
 def _check_dest(dest: Path, checkout: Path) -> None:

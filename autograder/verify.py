@@ -79,6 +79,23 @@ def free_names(source: str) -> list[str]:
     return [n for n in order if n not in defined and not hasattr(builtins, n)]
 
 
+def named_answers(source: str, answers) -> list[str]:
+    """Answer variables a cell reads *by name*, as course_lib.checks does
+    (``check_answer("q", "q2_ridge", ...)``, ``check_form("q", q2_ridge=Number())``): string
+    constants and keyword names that are among `answers`, in first-use order."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg in answers:
+            found.append((node.value.lineno, node.value.col_offset, node.arg))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in answers:
+            found.append((node.lineno, node.col_offset, node.value))
+    return list(dict.fromkeys(n for _, _, n in sorted(found)))
+
+
 def _meta(cell) -> dict:
     return cell.get("metadata", {}).get("nbgrader", {}) or {}
 
@@ -97,11 +114,12 @@ def test_cells(source_nb: Path) -> list[TestCell]:
             for n in assigned_names(cell.source):
                 assigned_by[n] = m["grade_id"]
         elif m.get("grade") and not m.get("solution"):
-            names = free_names(cell.source)
+            free = free_names(cell.source)
+            names = free + [n for n in named_answers(cell.source, assigned_by) if n not in free]
             out.append(TestCell(source_nb.stem, m["grade_id"], cell.source, float(m.get("points", 0)),
                                 HIDDEN_BEGIN in cell.source, names,
                                 {n: assigned_by[n] for n in names if n in assigned_by},
-                                [n for n in names if n not in assigned_by]))
+                                [n for n in free if n not in assigned_by]))
     return out
 
 
