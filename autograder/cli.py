@@ -144,6 +144,9 @@ def cmd_grade(args) -> int:
     for student, notes in sorted(s.notes.items()):
         for note in notes:
             print(f"  repaired: {student} {note}")
+    for student, lines in sorted(s.predictions.items()):
+        for line in lines:
+            print(f"  predictions: {student} {line}")
     for student, flags in sorted(s.flags.items()):
         for f in flags:
             print(f"  VERDICTS DIFFER: {student} {f['notebook']}/{f['cell']}: the kernel gave {f['kernel']}, the "

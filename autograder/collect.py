@@ -43,7 +43,8 @@ from .repair import BOM
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$")
 CANVAS = re.compile(r"^(?P<student>[A-Za-z0-9]+)_(?P<late>late_)?\d+_\d+_(?P<file>.+)$")
 MOODLE = re.compile(r"^(?P<name>.+?)_(?P<id>\d+)_assignsubmission_(?:file|onlinetext)_?$")
-KEEP = ("timestamp.txt", "submission_secret.txt")     # nbgrader's own files, kept as they are
+RECORD = ".predictions.jsonl"     # the prediction record beside the notebook (course_lib.predictions)
+KEEP = ("timestamp.txt", "submission_secret.txt", RECORD)   # kept as they are: nbgrader's own files, the record
 MAX_FILE = 64 * 2**20
 MAX_TOTAL = 4 * 2**30
 IGNORED = {".DS_Store", "Thumbs.db", "desktop.ini"}
@@ -363,6 +364,8 @@ def collect(course: Course, assignment: str, source: Path | None = None, *, exch
             good["timestamp.txt"] = f"{when.strftime('%Y-%m-%d %H:%M:%S.%f')} UTC".encode()
         if "submission_secret.txt" in by_student[key]:
             good["submission_secret.txt"] = by_student[key]["submission_secret.txt"][1]
+        if RECORD in by_student[key]:      # checked when graded (autograder.predictions)
+            good[RECORD] = by_student[key][RECORD][1]
         if "timestamp.txt" in good:
             report.timestamps[student] = good["timestamp.txt"].decode().strip()
         if infos[key].get("name"):

@@ -138,14 +138,15 @@ def template_gradebook(course: Course, dest: Path) -> Path:
 
 def source_extras(course: Course, assignment: str, dest: Path) -> Path:
     """The assignment's non-notebook source files (data files...), which nbgrader copies into
-    every autograded submission. Notebooks (the solutions) are left out."""
+    every autograded submission. Notebooks (the solutions) are left out, and so is a prediction
+    record left by running a solution in place."""
     src = course.source / assignment
     out = dest / assignment
     out.mkdir(parents=True, exist_ok=True)
     for p in src.rglob("*"):
         rel = p.relative_to(src)
         if p.is_file() and p.suffix != ".ipynb" and ".ipynb_checkpoints" not in rel.parts \
-                and "__pycache__" not in rel.parts:
+                and "__pycache__" not in rel.parts and p.name != ".predictions.jsonl":
             (out / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(p, out / rel)
     return out

@@ -50,7 +50,7 @@ from .release import ensure_tools_on_path, nbgrader_config
 from .rundir import RunDir, clean_stale
 from .sandbox import (INSTALL_HELP, UNSANDBOXED_WARNING, Limits, die_with_parent, grader_package, make_spec,
                       matplotlib_cache, missing_packages, package_dirs, probe)
-from . import verify
+from . import predictions, verify
 
 log = logging.getLogger("autograder")
 
@@ -156,8 +156,23 @@ def _failure_cause(log_text: str, error: str) -> str:
     return (lines[-1] if lines else "autograde failed (see the log)")[:300]
 
 
+def _prediction_decisions(nb, tests: list, record) -> None:
+    """Which answer each predict-then-verify question is graded on (autograder.predictions),
+    into the notebook's metadata, where verify.grading_values reads it."""
+    questions = predictions.prediction_questions(tests)
+    if not questions or record is None:
+        return
+    meta = nb.metadata.setdefault("autograder", {})
+    answers = meta.get("answers", {}) or {}
+    decisions = {}
+    for q, names in questions.items():
+        entries = {n: (answers.get(f"{q}_prediction") or {}).get(n, {"missing": True}) for n in names}
+        decisions[q] = predictions.decide(record, q, names, entries).to_json()
+    meta["predictions"] = {"source": record.source, "problems": record.problems, "questions": decisions}
+
+
 def _apply_clean_verdicts(root: Path, a: str, student: str, dest: Path, job: dict,
-                          spec_args: tuple) -> tuple[dict, list, dict]:
+                          spec_args: tuple, records: dict) -> tuple[dict, list, dict]:
     """Re-verify every test in a clean process; the clean verdicts become the scores in the
     private gradebook and go into each notebook's metadata. Returns (verdicts, disagreements,
     the autograded notebooks)."""
@@ -169,6 +184,8 @@ def _apply_clean_verdicts(root: Path, a: str, student: str, dest: Path, job: dic
     for p in sorted(dest.glob("*.ipynb")):
         # nbgrader has just written and validated these: read and write without validating again
         notebooks[p.stem] = nbformat.v4.reads(p.read_text())
+    for nb_name, nb in notebooks.items():
+        _prediction_decisions(nb, tests.get(nb_name, []), records.get(nb_name))
     jobs = verify.verification_jobs(tests, notebooks, job.get("truth"))
     vbase = Path(job["work"]) / "v" / str(os.getpid())     # this worker's clean process, reused
     limits, sandbox, packages = spec_args[0], spec_args[1], spec_args[2]
@@ -202,10 +219,15 @@ def _apply_clean_verdicts(root: Path, a: str, student: str, dest: Path, job: dic
                 if per:
                     v["per_variable"] = {n: {"passed": x["passed"], "message": x["message"], "label": x["label"]}
                                          for n, x in per.items()}
+                if f"{key}|committed" in results:    # the prediction as committed, for the report
+                    c = results[f"{key}|committed"]
+                    v["committed"] = {"passed": c["passed"], "message": c["message"], "label": c["label"]}
                 mine[t.grade_id] = v
-                if ran is not None and (kernel_score or 0.0) != r["score"]:
-                    flags.append({"notebook": nb_name, "cell": t.grade_id, "kernel": kernel_score, "clean": r["score"],
-                                  "message": r["message"]})
+                # the kernel ran the final answers: compare it with their clean verdict
+                same_values = results.get(f"{key}|final", r)
+                if ran is not None and (kernel_score or 0.0) != same_values["score"]:
+                    flags.append({"notebook": nb_name, "cell": t.grade_id, "kernel": kernel_score,
+                                  "clean": same_values["score"], "message": same_values["message"]})
             verdicts[nb_name] = mine
             nb.metadata.setdefault("autograder", {})["verdicts"] = mine
             (dest / f"{nb_name}.ipynb").write_text(nbformat.v4.writes(nb))
@@ -238,6 +260,15 @@ def _worker_init(parent: int) -> None:
     warnings.filterwarnings("ignore", category=SAWarning)
 
 
+def _prediction_records(submitted: Path, tests: dict) -> dict:
+    """{notebook: autograder.predictions.Record} read from the submission as handed in (its
+    record file and the receipts in its outputs, which nbgrader clears before it executes)."""
+    stamp = submitted / "timestamp.txt"
+    at = stamp.read_text(errors="replace").strip() if stamp.is_file() else None
+    return {nb: predictions.read_record(submitted, nb, predictions.questions_of(cells), at)
+            for nb, cells in tests.items() if predictions.prediction_questions(cells)}
+
+
 def grade_one(job: dict) -> dict:
     """Autograde one submission (runs in a worker process)."""
     from nbgrader.api import Gradebook
@@ -260,6 +291,7 @@ def grade_one(job: dict) -> dict:
     shutil.copytree(job["submitted"], root / "submitted" / student / a, symlinks=False)
     out = {"student": student, "success": False, "log": "", "error": "", "cause": "", "data": None,
            "autograded": None, "seconds": 0.0, "stopped": {}, "notes": [], "flags": [], "verdicts": {},
+           "predictions": [],
            "answers": {}, "timings": {}}
     try:
         for p in sorted((root / "submitted" / student / a).glob("*.ipynb")):
@@ -275,6 +307,7 @@ def grade_one(job: dict) -> dict:
                     from nbgrader.utils import parse_utc
 
                     gb.add_submission(a, student, extension=parse_utc(job["extension"]))
+        records = _prediction_records(Path(job["submitted"]), verify.from_json(job["tests"]))
         limits = Limits(**job["limits"])
         spec_args = (limits, job["sandbox"], tuple(job["packages"]), work)
         spec = make_spec(base / "k", a, root / "submitted" / student / a, Path(job["extras"]), *spec_args)
@@ -285,9 +318,11 @@ def grade_one(job: dict) -> dict:
         out["error"] = result.get("error", "") or ""
         dest = root / "autograded" / student / a
         if result.get("success") and dest.is_dir():
-            out["verdicts"], out["flags"], books = _apply_clean_verdicts(root, a, student, dest, job, spec_args)
+            out["verdicts"], out["flags"], books = _apply_clean_verdicts(root, a, student, dest, job, spec_args,
+                                                                         records)
             for name, book in books.items():
                 meta = book.metadata.get("autograder", {})
+                out["predictions"] += [f"{name}: {line}" for line in predictions.summarize(meta)]
                 out["answers"][name] = meta.get("answers", {})
                 out["timings"][name] = meta.get("timings", {})
                 if meta.get("stopped"):
@@ -403,6 +438,7 @@ class GradeSummary:
     seconds: float
     jobs: int
     notes: dict = field(default_factory=dict)      # student -> [what was repaired]
+    predictions: dict = field(default_factory=dict)  # student -> [prediction record findings]
     flags: dict = field(default_factory=dict)      # student -> [kernel and clean verdicts disagree]
     preflight_seconds: float = 0.0
     cell_timeouts: dict = field(default_factory=dict)
@@ -720,12 +756,14 @@ def _finish(course: Course, assignment: str, res: dict, fp: str, sandboxed: bool
                     {"status": "graded", "fingerprint": fp,
                      "graded_at": dt.datetime.now(dt.timezone.utc).isoformat(), "sandboxed": sandboxed,
                      "seconds": round(res["seconds"], 2), "stopped": res["stopped"], "notes": res.get("notes", []),
-                     "disagreements": res.get("flags", [])})
+                     "disagreements": res.get("flags", []), "predictions": res.get("predictions", [])})
         summary.graded.append(s)
         if res["stopped"]:
             summary.stopped[s] = res["stopped"]
         if res.get("notes"):
             summary.notes[s] = res["notes"]
+        if res.get("predictions"):
+            summary.predictions[s] = res["predictions"]
         if res.get("flags"):
             summary.flags[s] = res["flags"]
     else:

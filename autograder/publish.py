@@ -30,7 +30,7 @@ SOLUTION_BEGIN, SOLUTION_END = "### BEGIN SOLUTION", "### END SOLUTION"
 REPOSITORY = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
 IMPORT = re.compile(r"^(from\s+\S+\s+)?import\s")
 MIN_LINE = 12      # shorter lines (")", "else:") are no secret and occur everywhere
-SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.egg-info")
+SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.egg-info", ".predictions.jsonl")
 
 
 @dataclass

@@ -99,7 +99,9 @@ def generate(dest: Path = RELEASE, only: list[str] | None = None, source: Path =
     written = []
     with tempfile.TemporaryDirectory(prefix="release-") as tmp:
         root = Path(tmp)
-        shutil.copytree(source, root / "source", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+        # a prediction record left by running a notebook in the checkout is nobody's to hand out
+        shutil.copytree(source, root / "source", ignore=shutil.ignore_patterns(".ipynb_checkpoints",
+                                                                               ".predictions.jsonl"))
         api = NbGraderAPI(config=nbgrader_config(root))
         for a in only or assignments(source):
             result = api.generate_assignment(a, force=True, create=True)

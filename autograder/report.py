@@ -7,7 +7,13 @@ question wrong. Written to reports/<assignment>/:
 * misconceptions.csv -- notebook, question, title, answer_cell, variable, answer, count, is_truth,
   truth, students, wrong, share_wrong, label, examples
 * misconceptions.png -- one bar chart per question variable (right green, wrong answers red)
+* predictions.csv -- per predict-then-verify question and student: the rule the grade used
+  (committed, changed-after-reveal, final, no-record), from what to what a prediction changed
+  after its reveal, and whether the record was missing or looked edited
 * scores.csv / scores.png -- every student's score per notebook and its distribution
+
+For a predict-then-verify question the answer counted (and judged) is the prediction the student
+committed before the truth was revealed (autograder.predictions), not one written afterwards.
 
 Right or wrong is the hidden tests' own verdict -- the clean re-verification that is the score --
 not a comparison of printed values: `0.00736 second` for 7.36 ms, `MEMORY`, `0.153 kFLOP/byte`
@@ -164,6 +170,14 @@ def graded_students(course: Course, assignment: str) -> list[str]:
                   if p.is_dir() and not p.parent.name.startswith(".") and p.parent.name not in failed)
 
 
+def _passed(verdict: dict | None) -> bool:
+    """Whether a hidden test passed, judging a prediction changed after its reveal by the one
+    committed before (its score is zero either way)."""
+    if not verdict:
+        return False
+    return bool((verdict.get("committed") or verdict).get("passed", False))
+
+
 def _variable_verdict(var: str, tests: list, verdicts: dict) -> tuple[bool, str | None]:
     """(right, label) of one answer variable from its question's clean verdicts."""
     right, label = True, None
@@ -171,6 +185,8 @@ def _variable_verdict(var: str, tests: list, verdicts: dict) -> tuple[bool, str 
         v = verdicts.get(gid)
         if v is None:
             return False, None    # not re-verified: cannot say it is right
+        if v.get("committed"):    # a prediction changed after the reveal: judge the one committed
+            v = {**v["committed"], "per_variable": None}
         if v["passed"]:
             continue
         per = (v.get("per_variable") or {}).get(var)
@@ -204,15 +220,14 @@ def misconceptions(course: Course, assignment: str, truth_record: dict | None = 
                 continue
             hidden = cell.hidden_tests
             wrong = sum(1 for s, meta in books.items()
-                        if any(not (meta.get("verdicts", {}).get(g) or {}).get("passed", False) for g in hidden)) \
-                if hidden else None
+                        if any(not _passed(meta.get("verdicts", {}).get(g)) for g in hidden)) if hidden else None
             for var in cell.variables:
                 t_entry = tv.get(cell.grade_id, {}).get(var)
                 truth_label = category(t_entry, t_entry, right=True) if t_entry else None
                 tests = [g for g in hidden if var in reads.get(g, set())]
                 counts, labels, examples = Counter(), {}, {}
                 for s, meta in books.items():
-                    entry = (meta.get("answers", {}).get(cell.grade_id) or {}).get(var)
+                    entry = _counted(meta, cell, var)
                     if tests:
                         right, label = _variable_verdict(var, tests, meta.get("verdicts", {}))
                     else:
@@ -239,6 +254,54 @@ def misconceptions(course: Course, assignment: str, truth_record: dict | None = 
                 if truth_label and truth_label not in counts:
                     rows.append({**base, "answer": truth_label, "count": 0, "is_truth": True, "label": "",
                                  "examples": ""})
+    return rows
+
+
+def _decision(meta: dict, cell):
+    """The prediction rule the grader applied to this answer cell's question (or None)."""
+    if not cell.grade_id.endswith("_prediction"):
+        return None
+    return (((meta.get("predictions") or {}).get("questions") or {}).get(cell.question))
+
+
+def _counted(meta: dict, cell, var: str):
+    """The answer the report counts: for a predict-then-verify question, the prediction
+    committed before the truth was revealed; otherwise the final answer."""
+    d = _decision(meta, cell)
+    if d and d.get("rule") in ("committed", "changed-after-reveal") and var in (d.get("committed") or {}):
+        return {"value": d["committed"][var]}
+    return (meta.get("answers", {}).get(cell.grade_id) or {}).get(var)
+
+
+def changes_after_reveal(course: Course, assignment: str) -> list[dict]:
+    """Per predict-then-verify question: each student who changed the answer after its truth was
+    revealed, from what to what; and how many graded notebooks had no prediction record."""
+    from course_lib.answers import decode
+
+    rows = []
+    for nb in course.notebooks(assignment):
+        cells = [c for c in answer_cells(course.source / assignment / f"{nb}.ipynb") if c.kind == "prediction"]
+        for s in graded_students(course, assignment):
+            p = course.autograded / s / assignment / f"{nb}.ipynb"
+            if not p.is_file():
+                continue
+            meta = nbformat.read(str(p), as_version=4).metadata.get("autograder", {}) or {}
+            rec = meta.get("predictions") or {}
+            for cell in cells:
+                d = _decision(meta, cell)
+                if not d:
+                    continue
+                row = {"notebook": nb, "question": cell.question, "title": cell.title, "student": s,
+                       "rule": d["rule"], "record": rec.get("source", ""),
+                       "record_problems": "; ".join(rec.get("problems", [])), "from": "", "to": ""}
+                if d["rule"] == "changed-after-reveal":
+                    def text(values):
+                        try:
+                            return ", ".join(f"{n} = {show(decode(v))}" for n, v in (values or {}).items())
+                        except Exception:
+                            return "(unreadable)"
+                    row["from"], row["to"] = text(d.get("committed")), text(d.get("final"))
+                rows.append(row)
     return rows
 
 
@@ -337,6 +400,9 @@ def report(course: Course, assignment: str, out_dir: Path | None = None) -> dict
                ["notebook", "question", "title", "answer_cell", "variable", "answer", "count", "is_truth",
                 "truth", "students", "wrong", "share_wrong", "label", "examples"])
     plot_misconceptions(rows, out / "misconceptions.png")
+    changes = changes_after_reveal(course, assignment)
+    _write_csv(out / "predictions.csv", changes, ["notebook", "question", "title", "student", "rule", "from", "to",
+                                                   "record", "record_problems"])
     srows = score_rows(course, assignment)
     _write_csv(out / "scores.csv", srows, ["notebook", "student", "score", "max_score", "needs_manual_grade"])
     plot_scores(srows, out / "scores.png")
@@ -348,11 +414,13 @@ def report(course: Course, assignment: str, out_dir: Path | None = None) -> dict
                        "max_score": max(r["max_score"] for r in srows if r["notebook"] == nb)}
     from .grade import failed_students
 
-    return {"dir": str(out), "rows": rows, "scores": summary, "failed": failed_students(course, assignment)}
+    return {"dir": str(out), "rows": rows, "scores": summary, "failed": failed_students(course, assignment),
+            "predictions": changes}
 
 
 def format_report(result: dict) -> str:
-    lines = [f"report written to {result['dir']}/ (misconceptions.csv/.png, scores.csv/.png)"]
+    lines = [f"report written to {result['dir']}/ (misconceptions.csv/.png, predictions.csv, scores.csv/.png); "
+             "a predict-then-verify question counts the prediction committed before its reveal"]
     seen = set()
     for r in result["rows"]:
         key = (r["notebook"], r["question"], r["variable"])
@@ -363,6 +431,23 @@ def format_report(result: dict) -> str:
                  and not x["is_truth"] and x["answer"] != NO_ANSWER and x["count"]]
         top = f"; most common wrong answer: {wrong[0]['answer']} ({wrong[0]['count']})" if wrong else ""
         lines.append(f"  {r['question']} {r['variable']}: {r['share_wrong']:.0%} wrong, truth {r['truth'] or '?'}{top}")
+    preds = result.get("predictions", [])
+    by_q = {}
+    for r in preds:
+        by_q.setdefault((r["notebook"], r["question"]), []).append(r)
+    for (nb, q), rs in sorted(by_q.items()):
+        changed = [r for r in rs if r["rule"] == "changed-after-reveal"]
+        if changed:
+            moves = Counter(f"{r['from']} -> {r['to']}" for r in changed)
+            lines.append(f"  {q}: {len(changed)} of {len(rs)} changed the prediction after the reveal ("
+                         + "; ".join(f"{m} x{n}" for m, n in moves.most_common(3)) + ")")
+    unrecorded = sorted({(r["notebook"], r["student"]) for r in preds if r["record"] == "none"})
+    if unrecorded:
+        lines.append(f"  no prediction record (graded on final answers): "
+                     + ", ".join(f"{s} ({nb})" for nb, s in unrecorded))
+    edited = sorted({(r["notebook"], r["student"], r["record_problems"]) for r in preds if r["record_problems"]})
+    for nb, s, why in edited:
+        lines.append(f"  PREDICTION RECORD EDITED? {s} ({nb}): {why}")
     for student, cause in sorted(result.get("failed", {}).items()):
         lines.append(f"  left out (grading failed): {student}: {cause}")
     for nb, s in result["scores"].items():

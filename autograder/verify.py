@@ -156,13 +156,27 @@ def grading_values(test: TestCell, answers: dict, nb=None) -> dict[str, dict]:
     one before the test in the source notebook). A name with no record at all is missing (the
     answer cell never ran).
 
-    This is where a predict-then-verify question can feed the prediction the student committed
-    before the truth was revealed instead of the final value."""
+    With `nb` holding prediction decisions (metadata.autograder.predictions, see
+    autograder.predictions), a hidden test of a predict-then-verify question reads the
+    prediction committed before the truth was revealed, or is withheld ({"withheld": why})
+    when the answer was changed after the reveal."""
     out = {}
     for name in test.names:
         cell = test.sources.get(name)
         entry = (answers.get(cell) or {}).get(name) if cell else None
         out[name] = entry if isinstance(entry, dict) else {"missing": True}
+    decisions = ((nb.metadata.get("autograder", {}) if nb is not None else {}).get("predictions") or {}) \
+        .get("questions") or {}
+    if test.hidden and decisions:
+        for name in test.names:
+            cell = test.sources.get(name) or ""
+            d = decisions.get(cell[: -len("_prediction")]) if cell.endswith("_prediction") else None
+            if not d:
+                continue
+            if d["rule"] == "changed-after-reveal":
+                out[name] = {"withheld": d["message"]}
+            elif d["rule"] == "committed" and name in (d.get("committed") or {}):
+                out[name] = {"value": d["committed"][name]}
     return out
 
 
@@ -208,6 +222,8 @@ def run(test):
                 return fail("UnsupportedAnswer", f"{name}: {e}")
         elif "error" in entry:
             return fail("UnsupportedAnswer", f"{name} could not be recorded: {entry['error']}")
+        elif "withheld" in entry:     # a prediction changed after its truth was revealed
+            return fail("PredictionChanged", entry["withheld"], "changed-after-reveal")
     try:
         tree = ast.parse(test["source"])
     except SyntaxError as e:
@@ -398,12 +414,27 @@ def verification_jobs(tests: dict, notebooks: dict, truth: dict | None = None) -
             values = grading_values(t, answers, nb)
             base = {"grade_id": t.grade_id, "source": t.source, "points": t.points}
             jobs.append({**base, "key": f"{nb_name}/{t.grade_id}", "values": values})
+            final = grading_values(t, answers)
+            if values != final:
+                # the final answers too: the kernel ran with them (a disagreement with the kernel
+                # means tampering only against this verdict), and the report judges a changed
+                # prediction by the one committed
+                jobs.append({**base, "key": f"{nb_name}/{t.grade_id}|final", "values": final})
+                committed = {n: ({"value": _committed(nb, t, n)} if "withheld" in e else e) for n, e in values.items()}
+                if committed != values:
+                    jobs.append({**base, "key": f"{nb_name}/{t.grade_id}|committed", "values": committed})
             if t.hidden and truth_answers and len(t.names) > 1:
                 right = grading_values(t, truth_answers)
                 for name in t.names:
                     mixed = {n: (values[n] if n == name else right[n]) for n in t.names}
                     jobs.append({**base, "key": f"{nb_name}/{t.grade_id}|{name}", "values": mixed})
     return jobs
+
+
+def _committed(nb, test: TestCell, name: str):
+    cell = test.sources.get(name) or ""
+    d = nb.metadata["autograder"]["predictions"]["questions"][cell[: -len("_prediction")]]
+    return d["committed"][name]
 
 
 def to_json(tests: dict) -> dict:
