@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 from ..hardware import Hardware
 from ..roofline import COMPUTE_BOUND, MEMORY_BOUND
+from ..roofline import _fmt_time as _fmt_t
 from ..units import Q_
 from .system import cache_level_of, fmt_bytes
 from .timing import Timing
@@ -272,16 +273,6 @@ def _fmt_rate(v: float, unit: str) -> str:
         if v >= f:
             return f"{v / f:.4g} {prefix}{unit}"
     return f"{v:.4g} {unit}"
-
-
-def _fmt_t(t: float) -> str:
-    if t >= 1:
-        return f"{t:.3g} s"
-    if t >= 1e-3:
-        return f"{t * 1e3:.3g} ms"
-    if t >= 1e-6:
-        return f"{t * 1e6:.3g} µs"
-    return f"{t * 1e9:.3g} ns"
 
 
 def example() -> MeasuredHardware:
