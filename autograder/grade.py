@@ -230,7 +230,11 @@ def _apply_clean_verdicts(root: Path, a: str, student: str, dest: Path, job: dic
                                   "clean": same_values["score"], "message": same_values["message"]})
             verdicts[nb_name] = mine
             nb.metadata.setdefault("autograder", {})["verdicts"] = mine
-            (dest / f"{nb_name}.ipynb").write_text(nbformat.v4.writes(nb))
+            path = dest / f"{nb_name}.ipynb"
+            mode = path.stat().st_mode
+            path.chmod(mode | 0o200)      # nbgrader leaves autograded notebooks read-only (444)
+            path.write_text(nbformat.v4.writes(nb))
+            path.chmod(mode)
         gb.db.commit()
     _late_penalties(root, a, student, list(notebooks), job)
     return verdicts, flags, notebooks
