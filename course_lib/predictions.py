@@ -302,6 +302,7 @@ def reveal(*questions: str) -> None:
     """Let a verify cell show the truth of `questions`: only once each has a committed
     prediction; records the reveal. Raises NotCommitted otherwise, saying what to run first
     (and reveals nothing)."""
+    __tracebackhide__ = True      # IPython shows the notebook's line, not this one
     if not questions:
         raise TypeError("reveal needs the question ids, e.g. reveal('wall_q1')")
     if not recording():
