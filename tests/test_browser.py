@@ -152,6 +152,8 @@ class Lab:
         for session in self.api("GET", "/api/sessions"):
             self.api("DELETE", f"/api/sessions/{session['id']}")
         shutil.copy(REPO / "notebooks" / rel, self.course / "notebooks" / rel)
+        # and no prediction record yet (course_lib.predictions)
+        (self.course / "notebooks" / rel).with_name(".predictions.jsonl").unlink(missing_ok=True)
 
     def page_url(self, path="lab") -> str:
         return f"{self.url}/{path}?token={self.token}"
@@ -538,4 +540,59 @@ def test_student_lab_shows_only_student_tools(browser, student_lab):
         page.keyboard.press("Escape")
         body = page.inner_text("body")
         assert "Error fetching" not in body and "exchange directory" not in body
+        assert not p.errors(), "browser console errors:\n" + "\n".join(p.errors())
+
+
+# ---- predictions count as committed (course_lib.predictions) ---------------------------------
+def run_cell(page, index: int) -> str:
+    """Run one cell as a student does (select it, Shift+Enter); its output text once done."""
+    cell = page.locator(CELL.format(index))
+    cell.scroll_into_view_if_needed()
+    before = cell.locator(".jp-InputPrompt").first.text_content()
+    cell.locator(".jp-InputPrompt").first.click()
+    page.keyboard.press("Shift+Enter")
+    page.wait_for_function(
+        """([i, before]) => { const c = document.querySelector(
+                 `.jp-WindowedPanel-viewport > .jp-Cell[data-windowed-list-index="${i}"]`);
+               const p = c && c.querySelector('.jp-InputPrompt').textContent;
+               return p && /\\[\\d+\\]/.test(p) && p !== before; }""",
+        arg=[index, before], timeout=90_000)
+    page.wait_for_function(KERNEL_IDLE, timeout=60_000)
+    return cell.locator(".jp-OutputArea").inner_text()
+
+
+def test_verify_shows_the_truth_only_for_a_committed_prediction(browser, student_lab):
+    """A student runs Q1's verify cell before its form check: no truth, a message saying what to
+    run; after the form check the truth is shown. The saved notebook and the folder both keep
+    the record (commit, then reveal)."""
+    path = next((p for p in NOTEBOOKS if p.parent.name == "02_memory_wall"), None)
+    if path is None:
+        pytest.skip("lesson 02_memory_wall is not in notebooks/")
+    rel = str(path.relative_to(REPO / "notebooks"))
+    nb = nbformat.read(path, as_version=4)
+    at = {grade_id(c): i for i, c in enumerate(nb.cells) if grade_id(c)}
+    answers = answers_from_solutions(path)
+    student_lab.fresh_copy(rel)
+    p = Page(browser, "predictions-02_memory_wall")
+    with p.evidence() as page:
+        open_notebook(page, student_lab, rel, len(nb.cells))
+        run_cell(page, at["wall_setup"])
+        set_cell(page, at["wall_q1_prediction"], answers["wall_q1_prediction"])
+        run_cell(page, at["wall_q1_prediction"])
+        early = run_cell(page, at["wall_q1_verify"])
+        assert "no committed prediction yet" in early and "run the form check" in early, early
+        assert "bandwidth ratio" not in early and "course_lib:" not in early, early   # no truth shown
+        committed = run_cell(page, at["wall_q1_form"])
+        assert "Q1: answer committed at" in committed, committed
+        shown = run_cell(page, at["wall_q1_verify"])
+        assert "Q1: the truth is shown below" in shown and "Your prediction holds" in shown, shown
+        page.keyboard.press("Control+s")
+        saved = student_lab.course / "notebooks" / rel
+        page.wait_for_function("() => !document.querySelector('.jp-mod-dirty')", timeout=30_000)
+        outs = [o for c in nbformat.read(saved, as_version=4).cells for o in c.get("outputs", [])]
+        chains = [o["data"]["application/vnd.roofline.predictions+json"]["events"] for o in outs
+                  if "application/vnd.roofline.predictions+json" in o.get("data", {})]
+        assert [e["kind"] for e in max(chains, key=len)] == ["commit", "reveal"], chains
+        record = saved.with_name(".predictions.jsonl").read_text().splitlines()
+        assert [json.loads(line)["kind"] for line in record] == ["commit", "reveal"]
         assert not p.errors(), "browser console errors:\n" + "\n".join(p.errors())
