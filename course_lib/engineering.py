@@ -89,3 +89,19 @@ def fmt_rate(per_second: float, what: str) -> str:
     """
     r = float(per_second)
     return f"{r:,.0f} {what}" if abs(r) >= 99.95 else f"{fmt_sig(r)} {what}"
+
+
+def fmt_per_second(x: float, unit: str) -> str:
+    """A hardware rate with an SI prefix, to four significant digits as datasheets print them:
+    a peak or a bandwidth.
+
+    >>> fmt_per_second(312e12, "FLOP/s"), fmt_per_second(70.29e9, "FLOP/s"), fmt_per_second(2.039e12, "B/s")
+    ('312 TFLOP/s', '70.29 GFLOP/s', '2.039 TB/s')
+    >>> fmt_per_second(1979e12, "OP/s")
+    '1979 TOP/s'
+    """
+    x = float(x)
+    for scale, prefix in _PREFIXES[1:]:       # datasheets stop at T: 1979 TOP/s, not 1.979 POP/s
+        if abs(x) >= scale * 0.99995:
+            return f"{x / scale:.4g} {prefix}{unit}"
+    return f"{x:.4g} {unit}"

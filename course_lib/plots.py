@@ -22,8 +22,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .engineering import fmt_sig
-from .precision import normalize
+from .engineering import fmt_per_second, fmt_sig
+from .precision import INTEGER_PRECISIONS, normalize
 
 MARKER_SIZE = 6.5          # points: a marker's size when nothing sits on it
 NEST_STEP = 4.0            # points added per marker nested inside
@@ -86,11 +86,12 @@ def draw_roofline(ax, hardware, precision="fp16", points=(), x_range=None):
         lo, hi = x_range
     x = np.geomspace(lo, hi, 200)
     colors = ["C0", "C1", "C2", "C3", "C4", "C5", "C6"]
+    op = "OP" if prec in INTEGER_PRECISIONS else "FLOP"      # integer peaks are in TOPS
     for i, (h, ridge) in enumerate(zip(hws, ridges)):
         peak, bw = h.peak_flops_si(prec), h.memory_bandwidth_si
         c = colors[i % len(colors)]
         ax.plot(x, np.minimum(peak, bw * x) / 1e12, color=c, lw=2,
-                label=f"{h.name}: {peak / 1e12:g} TFLOP/s {prec}, {bw / 1e12:g} TB/s")
+                label=f"{h.name}: {fmt_per_second(peak, op + '/s')} {prec}, {fmt_per_second(bw, 'B/s')}")
         ax.axvline(ridge, color=c, ls=":", lw=1)
         ax.annotate(f"ridge {fmt_sig(ridge)}", (ridge, peak / 1e12), textcoords="offset points",
                     xytext=(4, -12), fontsize=8, color=c)
@@ -105,8 +106,8 @@ def draw_roofline(ax, hardware, precision="fp16", points=(), x_range=None):
                              lw=1.3)[0])
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (FLOP/byte)")
-    ax.set_ylabel("attainable performance (TFLOP/s)")
+    ax.set_xlabel(f"arithmetic intensity ({op}/byte)")
+    ax.set_ylabel(f"attainable performance (T{op}/s)")
     ax.grid(True, which="both", alpha=0.3)
     legend = ax.legend(fontsize=8, loc="lower right")
     return _separate_overlaps(ax, points, lines, legend) if len(points) > 1 else []

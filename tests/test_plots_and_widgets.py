@@ -251,3 +251,20 @@ def test_explorer_titles_fit_in_the_chart():
         box = e._ax.title.get_window_extent(r)
         fig = e._ax.figure.bbox
         assert e._ax.get_title() and fig.x0 <= box.x0 and box.x1 <= fig.x1, e._ax.get_title()
+
+
+def test_integer_peaks_are_in_tops_and_small_peaks_keep_their_prefix():
+    from matplotlib.figure import Figure
+
+    from course_lib.measure.result import example
+    from course_lib.plots import draw_roofline
+
+    ax = Figure().add_subplot()
+    draw_roofline(ax, [Hardware.A100, Hardware.H100], "int8")
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert all("TOP/s int8" in l and "FLOP" not in l for l in labels), labels
+    assert "OP/byte" in ax.get_xlabel() and "FLOP" not in ax.get_xlabel() + ax.get_ylabel()
+    ax = Figure().add_subplot()
+    draw_roofline(ax, example(), "fp64")          # a CPU: tens of GFLOP/s
+    (label,) = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert re.search(r"\d GFLOP/s fp64, \d[\d.]* GB/s", label) and "e-" not in label, label

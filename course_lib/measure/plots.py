@@ -95,8 +95,8 @@ def plot_hierarchical_roofline(hw, precision="fp64", kernels=None, ax=None, titl
     ax.set_xlabel("arithmetic intensity (FLOP/byte, bytes as counted)")
     ax.set_ylabel(f"attainable performance ({unit_name})")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right", title="ceilings (open markers: 1 thread)",
-              title_fontsize=7)
+    title = "ceilings" if getattr(hw, "kind", "cpu") == "gpu" else "ceilings (open markers: 1 thread)"
+    ax.legend(fontsize=7, loc="lower right", title=title, title_fontsize=7)
     missing = [n for n, lv in hw.levels.items() if not lv.resolved]
     ax.set_title(title or (f"{hw.name}: hierarchical roofline, {prec}"
                            + (f"\n(not resolved: {', '.join(missing)})" if missing else "")), fontsize=9)
