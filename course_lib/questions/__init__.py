@@ -6,10 +6,10 @@ hidden test and the verify cell of a question all read its declaration here.
 'prediction'
 """
 from .core import (REGISTRY, RULES, Question, Solution, Truth, check_form, get, grade,
-                   lesson_module, question, show)
+                   lesson_module, lesson_questions, question, show, takeaways)
 
 __all__ = ["REGISTRY", "RULES", "Question", "Solution", "Truth", "check_form", "get", "grade",
-           "lesson_module", "question", "show", "all_questions"]
+           "lesson_module", "lesson_questions", "question", "show", "takeaways", "all_questions"]
 
 
 def all_questions() -> dict:

@@ -35,7 +35,7 @@ from typing import Any, Callable
 from ..answer_forms import Reason, Spec
 from ..misconceptions import MISCONCEPTIONS, CheckFailed
 
-__all__ = ["Question", "Solution", "Truth", "question", "get", "REGISTRY", "RULES",
+__all__ = ["Question", "Solution", "Truth", "question", "get", "REGISTRY", "RULES", "takeaways", "lesson_questions",
            "check_form", "grade", "show", "lesson_module"]
 
 #: how a question is graded; each heading says which (and so does the form check's receipt)
@@ -203,3 +203,48 @@ def show(qid: str, *, namespace: dict | None = None) -> None:
     for name in q.answer_names:
         t = sol.truths[name]
         checks.verify(qid, name, q.specs[name], t.value, t.explanation, mistakes=t.mistakes, namespace=ns)
+
+
+def _number(qid: str):
+    import re
+
+    hit = re.search(r"_q(\d+)([a-z]?)$", qid)
+    return (int(hit.group(1)), hit.group(2)) if hit else (10**6, qid)
+
+
+def lesson_questions(prefix: str) -> list[Question]:
+    """The declared questions of one lesson (`prefix`, e.g. "phases"), in question order."""
+    importlib.import_module(lesson_module(f"{prefix}_q0"))
+    return sorted((q for q in REGISTRY.values() if q.id.split("_", 1)[0] == prefix), key=lambda q: _number(q.id))
+
+
+def takeaways(prefix: str) -> None:
+    """The lesson's take-aways (its module's TAKEAWAYS), shown only once every graded question
+    of the lesson has had its truth shown; until then, which question comes next."""
+    from .. import predictions
+
+    module = importlib.import_module(lesson_module(f"{prefix}_q0"))
+    events = predictions.load_record(predictions.record_path())
+    pending = []
+    for q in lesson_questions(prefix):
+        mine = predictions.question_events(events, q.id)
+        kinds = {e.get("kind") for e in mine}
+        if "reveal" not in kinds:
+            label = q.id.split("_", 1)[1].upper()
+            state = "not committed yet" if not kinds & {"commit", "revise"} else "committed, its verify cell not run yet"
+            pending.append(f"{label} ({state})")
+    if pending:
+        print("The take-aways appear here once every question's truth has been shown. Still to do: "
+              + ", ".join(pending) + ".")
+        return
+    text = getattr(module, "TAKEAWAYS", "").strip()
+    try:
+        from IPython import get_ipython
+        from IPython.display import Markdown, display
+
+        if get_ipython() is not None:
+            display(Markdown(text))
+            return
+    except ImportError:  # pragma: no cover
+        pass
+    print(text)
