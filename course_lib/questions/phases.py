@@ -309,3 +309,22 @@ def q8(batch):
         hint=f"At batch {batch} the weight reads are shared; every sequence reads its own KV cache each step. "
              "Count both against the FLOPs and compare with the ridge.",
         work=work)
+
+
+TAKEAWAYS = """\
+* Prefill reuses each weight for every prompt token: compute-bound, TTFT ≈ FLOPs / peak, growing
+  faster than the prompt because of causal attention, more so the longer the prompt.
+* Decode reuses each weight for one token per sequence: memory-bound at small batch,
+  TPOT ≈ bytes / bandwidth. The weights are read once per step for the whole batch, so batching
+  is how decode gets throughput; each sequence's KV cache is read every step, so the longer the
+  context, the more each extra sequence costs.
+* Every sequence carries a KV cache of 2 · layers · KV heads · head_dim · bytes per token. It
+  sets the capacity wall (the largest batch that fits) and, at long contexts, the bytes each
+  decode step reads, which keeps decode memory-bound at any batch.
+* Memory capacity is binary: an "80 GB" GPU holds about 80 GiB, and nvidia-smi counts MiB.
+  Convert to bytes before dividing.
+* GQA cuts the cache per token by n_heads / n_kv_heads; where memory is tight it buys even more,
+  because the smaller K and V projections leave more room beside the weights.
+* One decode step costs about as much as prefilling a ridge point's worth of prompt tokens, so
+  most requests spend most of their time in decode.
+"""
