@@ -46,8 +46,10 @@ def every_check_recorded():
 
     def recording(question, name, spec, truth, **kw):
         frame = sys._getframe(1)
+        # course_lib.questions.grade passes the answers' namespace; a cell's own call does not
+        ns = kw.pop("namespace", None) or {**frame.f_globals, **frame.f_locals}
         try:
-            original(question, name, spec, truth, namespace={**frame.f_globals, **frame.f_locals}, **kw)
+            original(question, name, spec, truth, namespace=ns, **kw)
         except CheckFailed as e:
             seen.append((name, spec.kind, e))
         else:
