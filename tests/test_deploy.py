@@ -221,6 +221,24 @@ def test_postbuild_installs_course_lib_into_the_environment(binder_image):
     assert Path(p.stdout.strip()).is_relative_to(venv), p.stdout
 
 
+def test_postbuild_serves_notebooks_with_the_kernels_language_info(binder_image):
+    """Binder's Jupyter serves each lesson with the kernel's language_info (course_lib.jupyter_contents),
+    so JupyterLab opens it unmodified (tests/test_browser_unmodified.py checks the page)."""
+    venv, env = binder_image["venv"], binder_image["env"]
+    config = json.loads((venv / "etc" / "jupyter" / "jupyter_server_config.json").read_text())
+    cls = config["ServerApp"]["contents_manager_class"]
+    code = f"""
+import asyncio, platform, importlib
+module, name = {cls!r}.rsplit(".", 1)
+cm = getattr(importlib.import_module(module), name)(root_dir={str(binder_image["repo"] / "notebooks")!r})
+model = asyncio.run(cm.get("01_hello_roofline/hello_roofline.ipynb"))
+assert model["content"]["metadata"]["language_info"]["version"] == platform.python_version()
+print("ok")
+"""
+    p = python(venv, code, env, binder_image["where"])
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-3000:]
+
+
 def test_the_student_repositorys_notebooks_run_on_its_course_lib(binder_image):
     """Lesson 1's opening cells (up to the first answer) run in the Binder environment, with
     course_lib from it."""
