@@ -29,7 +29,8 @@ def q1(prompt, output):
 
     def work():
         ridge = h100.ridge_point_si("fp16")
-        print(req, "\n")
+        print(f"TTFT {req.prefill.latency_si * 1e3:.2f} ms, TPOT {req.decode.latency_si * 1e3:.2f} ms "
+              f"(prompt {prompt}, {output} output tokens, batch 1)")
         for ph in (req.prefill, req.decode):
             print(f"{ph.name:8s} {ph.flops_si:.3g} FLOP / {ph.bytes_si:.3g} B = "
                   f"{ph.flops_si / ph.bytes_si:.4g} FLOP/byte vs ridge {ridge:.0f} -> {ph.bottleneck}")
