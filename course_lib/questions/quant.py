@@ -69,7 +69,7 @@ def q1():
 
 
 # ---- Q2 -----------------------------------------------------------------------------------------
-@question("quant_q2", rule="prediction",
+@question("quant_q2", rule="by-hand",
           specs={"q2_int8_speedup": Ratio(rel_tol=0.02), "q2_int4_speedup": Ratio(rel_tol=0.02)})
 def q2():
     from .. import bytes_per_element, solve
@@ -83,8 +83,9 @@ def q2():
     def work():
         for wp, s in runs.items():
             d = s.decode
+            gain = "" if wp == "fp16" else f"  (speedup {speedup(wp):.3f}x)"
             print(f"{wp:>5} weights: TPOT = {d.bytes_si:.4g} B / {a100.memory_bandwidth_si:.4g} B/s = "
-                  f"{d.latency_si * 1e3:.3f} ms  (speedup {speedup(wp):.3f}x)")
+                  f"{d.latency_si * 1e3:.3f} ms{gain}")
         print(f"ratio of bytes per weight: int8 {bytes_per_element('fp16') / bytes_per_element('int8'):g}x, "
               f"int4 {bytes_per_element('fp16') / bytes_per_element('int4'):g}x")
         context = LONG["prompt_tokens"] + LONG["output_tokens"] // 2          # the mean step's context
