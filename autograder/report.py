@@ -11,6 +11,7 @@ question wrong. Written to reports/<assignment>/:
   (committed, changed-after-reveal, final, no-record), from what to what a prediction changed
   after its reveal, and whether the record was missing or looked edited
 * scores.csv / scores.png -- every student's score per notebook and its distribution
+* copies.csv -- possible copies across students' variants, with the evidence (autograder.copies)
 
 For a predict-then-verify question the answer counted (and judged) is the prediction the student
 committed before the truth was revealed (autograder.predictions), not one written afterwards.
@@ -412,10 +413,11 @@ def report(course: Course, assignment: str, out_dir: Path | None = None) -> dict
         summary[nb] = {"n": len(s), "mean": statistics.mean(s), "median": statistics.median(s),
                        "min": min(s), "max": max(s),
                        "max_score": max(r["max_score"] for r in srows if r["notebook"] == nb)}
+    from .copies import write_copies
     from .grade import failed_students
 
     return {"dir": str(out), "rows": rows, "scores": summary, "failed": failed_students(course, assignment),
-            "predictions": changes}
+            "predictions": changes, "copies": write_copies(course, assignment, out)}
 
 
 def format_report(result: dict) -> str:
@@ -448,6 +450,9 @@ def format_report(result: dict) -> str:
     edited = sorted({(r["notebook"], r["student"], r["record_problems"]) for r in preds if r["record_problems"]})
     for nb, s, why in edited:
         lines.append(f"  PREDICTION RECORD EDITED? {s} ({nb}): {why}")
+    from .copies import format_copies
+
+    lines += format_copies(result.get("copies", []))
     for student, cause in sorted(result.get("failed", {}).items()):
         lines.append(f"  left out (grading failed): {student}: {cause}")
     for nb, s in result["scores"].items():

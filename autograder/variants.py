@@ -127,3 +127,41 @@ def mismatches(records: dict, expected: dict) -> list[str]:
                              f"{V.describe(q, other[-1])}, not the student's own ({V.describe(q, want)}): "
                              "graded on the student's own")
     return lines
+
+
+def fingerprint(key: str) -> str:
+    """A part of a submission's grading fingerprint: a new secret regrades everyone."""
+    import hashlib
+
+    return ":v" + hashlib.sha256(key.encode()).hexdigest()[:12] if key else ""
+
+
+def student_truth(truth: dict | None, key: str | None) -> dict | None:
+    """The solution's record (`truth`, {notebook: {"answers": {cell: {name: entry}}}}) with
+    every answer of a question that has a space replaced by the truth of the student's variant:
+    the report's per-answer verdicts set the other answers of a question to these."""
+    if not truth or not key:
+        return truth
+    import copy
+
+    from course_lib.answers import UnsupportedAnswer, encode
+    from course_lib.questions import get
+
+    out = copy.deepcopy(truth)
+    for nb in out.values():
+        for cell, entries in (nb.get("answers") or {}).items():
+            qid = cell.rsplit("_", 1)[0]
+            try:
+                q = get(qid)
+            except KeyError:
+                continue
+            if not q.space:
+                continue
+            sol = q.solution(**V.draw(key, qid))
+            for name in list(entries):
+                if name in sol.truths:
+                    try:
+                        entries[name] = {"value": encode(sol.truths[name].value)}
+                    except UnsupportedAnswer:
+                        pass
+    return out
