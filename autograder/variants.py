@@ -21,11 +21,13 @@ from .course import Course
 SECRET_ENV = "AUTOGRADER_VARIANT_SECRET"
 
 
-def secret_path(course: Course) -> Path:
-    return Path(os.environ[SECRET_ENV]) if os.environ.get(SECRET_ENV) else course.root / ".autograder" / "variant-secret"
+def secret_path(course: Course | Path) -> Path:
+    """Where the course secret is (`course`: a Course or its directory)."""
+    root = Path(getattr(course, "root", course))
+    return Path(os.environ[SECRET_ENV]) if os.environ.get(SECRET_ENV) else root / ".autograder" / "variant-secret"
 
 
-def load_secret(course: Course) -> bytes | None:
+def load_secret(course: Course | Path) -> bytes | None:
     """The course secret, or None (no variants: everyone gets the canonical numbers)."""
     p = secret_path(course)
     try:
