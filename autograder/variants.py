@@ -23,7 +23,7 @@ SECRET_ENV = "AUTOGRADER_VARIANT_SECRET"
 
 def secret_path(course: Course | Path) -> Path:
     """Where the course secret is (`course`: a Course or its directory)."""
-    root = Path(getattr(course, "root", course))
+    root = course.root if isinstance(course, Course) else Path(course)
     return Path(os.environ[SECRET_ENV]) if os.environ.get(SECRET_ENV) else root / ".autograder" / "variant-secret"
 
 
@@ -40,7 +40,7 @@ def load_secret(course: Course | Path) -> bytes | None:
     return data
 
 
-def init_secret(course: Course) -> Path:
+def init_secret(course: Course | Path) -> Path:
     """Write a new secret (readable by its owner only); refuses to replace one (every student's
     numbers would change)."""
     p = secret_path(course)

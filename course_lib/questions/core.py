@@ -179,15 +179,16 @@ def check_form(qid: str) -> None:
     return checks._check_form_from(frame, qid, q.specs)
 
 
-def grade(qid: str, *, namespace: dict | None = None) -> None:
+def grade(qid: str, *, namespace: dict | None = None, givens: dict | None = None) -> None:
     """The hidden test of a declared question: every answer variable against the truth
-    computed now. Raises CheckFailed naming every wrong variable (the first one's label)."""
+    computed now, for the variant of the student graded (or `givens`). Raises CheckFailed naming
+    every wrong variable (the first one's label)."""
     __tracebackhide__ = True
     from .. import checks
 
     q = get(qid)
     ns = namespace if namespace is not None else _caller_namespace(sys._getframe(1))
-    sol = q.solution(**variants.current(qid))      # the variant of the student graded
+    sol = q.solution(**(givens if givens is not None else variants.current(qid)))   # the student's variant
     failures = []
     for name in q.answer_names:
         t = sol.truths[name]
