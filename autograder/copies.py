@@ -2,8 +2,10 @@
 that is wrong for the student's own variant but right for another one, or identical to the
 answer of a student whose numbers differ, is evidence the answer was copied.
 
-Only questions with a parameter space count, and only answers whose truth differs between the
-two variants compared (a regime that is the same in every variant proves nothing). Written to
+Only questions with a parameter space count, only answers whose truth differs between the two
+variants compared (a regime that is the same in every variant proves nothing), and only a
+classmate's variant, matched within 1% (a wrong answer can fall inside another variant's
+tolerance band by chance; a copied one is the friend's result). Written to
 reports/<assignment>/copies.csv by `report`; a flag is evidence for the instructor to look at,
 never a penalty.
 """
@@ -20,6 +22,7 @@ from course_lib.questions import variants as V
 
 from .course import Course, answer_cells
 
+CLOSE = 0.01
 FIELDS = ["student", "question", "variable", "answer", "own_variant", "matches", "evidence"]
 
 
@@ -36,6 +39,16 @@ def _agrees(spec, a, b) -> bool:
         return a is not None and b is not None and bool(spec.agrees(a, b))
     except Exception:
         return False
+
+
+def _close(spec, a, t) -> bool:
+    """A copied number is the friend's own result: within 1% (the spec's tolerance, where tighter)
+    of that variant's truth, not merely inside the tolerance band, which a wrong answer can be."""
+    from course_lib.answer_forms import Number
+
+    if isinstance(spec, Number) and isinstance(a, (int, float)) and isinstance(t, (int, float)) and t:
+        return abs(a / t - 1) <= min(spec.rel_tol, CLOSE)
+    return _agrees(spec, a, t)
 
 
 def possible_copies(course: Course, assignment: str) -> list[dict]:
@@ -83,11 +96,11 @@ def possible_copies(course: Course, assignment: str) -> list[dict]:
                 base = {"student": s, "question": qid, "variable": name, "answer": show(value),
                         "own_variant": V.describe(qid, json.loads(own))}
                 for g, t in norm.items():
-                    if g != own and not _agrees(spec, norm[own], t) and _agrees(spec, a, t):
-                        holders = [x for x in who.get(g, []) if x != s]
+                    holders = [x for x in who.get(g, []) if x != s]
+                    if g != own and holders and not _agrees(spec, norm[own], t) and _close(spec, a, t):
                         rows.append({**base, "matches": "another variant's truth",
-                                     "evidence": f"{name} = {show(value)} is the truth for {V.describe(qid, json.loads(g))}"
-                                                 + (f", the numbers of {', '.join(holders)}" if holders else "")})
+                                     "evidence": f"{name} = {show(value)} is the truth for {V.describe(qid, json.loads(g))}, "
+                                                 f"the numbers of {', '.join(holders)}"})
                 for other, (ovalue, oa) in answers.items():
                     theirs = json.dumps(mine[other].get(qid, q.givens), sort_keys=True)
                     if other == s or theirs == own or theirs not in norm or _agrees(spec, norm[own], norm[theirs]):
