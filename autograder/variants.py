@@ -81,7 +81,7 @@ def questions(course: Course, assignment: str) -> list[str]:
             try:
                 if get(qid).space:
                     out.append(qid)
-            except KeyError:
+            except (KeyError, ImportError):     # a lesson not declared yet
                 continue
     return out
 
@@ -155,7 +155,7 @@ def student_truth(truth: dict | None, key: str | None) -> dict | None:
             qid = cell.rsplit("_", 1)[0]
             try:
                 q = get(qid)
-            except KeyError:
+            except (KeyError, ImportError):     # a lesson not declared yet
                 continue
             if not q.space:
                 continue
