@@ -112,7 +112,25 @@ def possible_copies(course: Course, assignment: str) -> list[dict]:
     return rows
 
 
+def graded_variants(course: Course, assignment: str) -> list[dict]:
+    """The numbers each graded student was graded on, one row per question with a space."""
+    from .grade import grading_status
+    from .report import graded_students
+
+    rows = []
+    for s in graded_students(course, assignment):
+        for qid, givens in sorted((grading_status(course, assignment, s).get("variant") or {}).items()):
+            rows.append({"student": s, "question": qid, "variant": V.describe(qid, givens),
+                         "givens": json.dumps(givens, sort_keys=True)})
+    return rows
+
+
 def write_copies(course: Course, assignment: str, out: Path) -> list[dict]:
+    """copies.csv (possible copies) and variants.csv (each graded student's numbers)."""
+    with open(Path(out) / "variants.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["student", "question", "variant", "givens"])
+        w.writeheader()
+        w.writerows(graded_variants(course, assignment))
     rows = possible_copies(course, assignment)
     with open(Path(out) / "copies.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=FIELDS)

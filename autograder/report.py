@@ -11,7 +11,8 @@ question wrong. Written to reports/<assignment>/:
   (committed, changed-after-reveal, final, no-record), from what to what a prediction changed
   after its reveal, and whether the record was missing or looked edited
 * scores.csv / scores.png -- every student's score per notebook and its distribution
-* copies.csv -- possible copies across students' variants, with the evidence (autograder.copies)
+* copies.csv / variants.csv -- possible copies across students' variants, with the evidence, and
+  the numbers each student was graded on (autograder.copies)
 
 For a predict-then-verify question the answer counted (and judged) is the prediction the student
 committed before the truth was revealed (autograder.predictions), not one written afterwards.

@@ -133,6 +133,10 @@ def test_a_friends_answers_lose_the_points_and_are_flagged(graded):
     friend_numbers = V.describe("phases_q3", graded["mine"][graded["friend"]]["phases_q3"])
     assert any(friend_numbers in r["evidence"] and graded["friend"] in r["evidence"] for r in mine), mine
     assert f"POSSIBLE COPY: {c}" in graded["report"].stdout
+    listed = list(csv.DictReader((graded["root"] / "reports" / A / "variants.csv").open()))
+    assert {(r["student"], r["question"], r["variant"]) for r in listed} == \
+        {(s, q, V.describe(q, (graded["mine"].get(s) or graded["copier_numbers"])[q]))
+         for s in graded["honest"] + [c] for q in QS}
 
 
 def test_variants_lists_who_gets_what(graded):
