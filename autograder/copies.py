@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import json
+from functools import lru_cache
 from pathlib import Path
 
 import nbformat
@@ -110,6 +111,29 @@ def possible_copies(course: Course, assignment: str) -> list[dict]:
                                      "evidence": f"{name} = {show(value)}, exactly {other}'s answer, whose numbers "
                                                  f"({V.describe(qid, json.loads(theirs))}) differ"})
     return rows
+
+
+def own_truth_entry(course: Course, assignment: str, student: str, cell: str, name: str) -> dict | None:
+    """The truth of answer `name` (of answer cell `cell`) for the numbers `student` was graded on,
+    as a recorded entry ({"value": ...}); None where the question has no variant."""
+    from .grade import grading_status
+
+    qid = cell.rsplit("_", 1)[0]
+    givens = (grading_status(course, assignment, student).get("variant") or {}).get(qid)
+    if not givens:
+        return None
+    return _encoded_truth(qid, json.dumps(givens, sort_keys=True), name)
+
+
+@lru_cache(maxsize=4096)
+def _encoded_truth(qid: str, givens: str, name: str) -> dict | None:
+    from course_lib.answers import encode
+
+    truths = get(qid).solution(**json.loads(givens)).truths
+    try:
+        return {"value": encode(truths[name].value)} if name in truths else None
+    except Exception:      # a truth the answer record cannot hold: no ratio shown
+        return None
 
 
 def graded_variants(course: Course, assignment: str) -> list[dict]:

@@ -202,6 +202,7 @@ def _variable_verdict(var: str, tests: list, verdicts: dict) -> tuple[bool, str 
 
 def misconceptions(course: Course, assignment: str, truth_record: dict | None = None) -> list[dict]:
     """One dict per (question variable, answer class)."""
+    from .copies import own_truth_entry
     from .verify import test_cells
 
     truth_record = truth_record if truth_record is not None else truth(course, assignment)
@@ -234,7 +235,9 @@ def misconceptions(course: Course, assignment: str, truth_record: dict | None = 
                         right, label = _variable_verdict(var, tests, meta.get("verdicts", {}))
                     else:
                         right, label = None, None
-                    cat = category(entry, t_entry, right=right, label=label)
+                    # a wrong answer's ratio is to the student's own numbers' truth (autograder.variants)
+                    own = None if right else own_truth_entry(course, assignment, s, cell.grade_id, var)
+                    cat = category(entry, own or t_entry, right=right, label=label)
                     if right is None and truth_label is not None and cat == truth_label:
                         right = True
                     counts[cat] += 1

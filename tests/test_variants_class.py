@@ -9,7 +9,8 @@ the real path (collect from a folder, sandboxed kernel, clean re-verification, r
   printed their own numbers;
 * the copier keeps the form points, loses the correctness points, and the report flags the
   copy with the evidence (the friend's variant, the friend's identical answer); nobody honest
-  is flagged;
+  is flagged; the misconception table counts every honest student right and measures the
+  copied answer against the copier's own numbers; variants.csv lists everyone's numbers;
 * `python -m autograder variants` lists who gets what.
 """
 from __future__ import annotations
@@ -133,6 +134,15 @@ def test_a_friends_answers_lose_the_points_and_are_flagged(graded):
     friend_numbers = V.describe("phases_q3", graded["mine"][graded["friend"]]["phases_q3"])
     assert any(friend_numbers in r["evidence"] and graded["friend"] in r["evidence"] for r in mine), mine
     assert f"POSSIBLE COPY: {c}" in graded["report"].stdout
+    # the misconception table: the right answers of every variant together, a wrong one against
+    # the student's own numbers (not the lesson's)
+    mis = [r for r in csv.DictReader((graded["root"] / "reports" / A / "misconceptions.csv").open())
+           if r["variable"] == "q3_prediction"]
+    assert sum(int(r["count"]) for r in mis if r["is_truth"] == "True") == len(graded["honest"]), mis
+    own = get("phases_q3").solution(**graded["copier_numbers"]["phases_q3"]).truths["q3_prediction"].value
+    copied = get("phases_q3").solution(**graded["mine"][graded["friend"]]["phases_q3"]).truths["q3_prediction"].value
+    assert [r["answer"] for r in mis if r["is_truth"] == "False"] == \
+        [f"{round(copied, 4):.3g} (truth x{round(copied, 4) / own:.3g})"], mis
     listed = list(csv.DictReader((graded["root"] / "reports" / A / "variants.csv").open()))
     assert {(r["student"], r["question"], r["variant"]) for r in listed} == \
         {(s, q, V.describe(q, (graded["mine"].get(s) or graded["copier_numbers"])[q]))
