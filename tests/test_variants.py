@@ -217,3 +217,28 @@ def test_publish_never_ships_the_variant_secret(tmp_path, monkeypatch):
     (checkout / "course_lib" / "notes.txt").write_bytes(b"the key: " + secret)     # pasted by mistake
     with pytest.raises(SystemExit, match="variant secret"):
         publish(checkout, REPO / "notebooks", source, tmp_path / "students", repository="o/r")
+
+
+def test_the_hub_gives_each_student_their_own_key_never_the_secret(tmp_path):
+    """deploy/jupyterhub/jupyterhub_config.py, loaded as JupyterHub loads it: without a secret no
+    variables (the lesson's own numbers); with one, the student's key and id, not the secret."""
+    from traitlets.config import Config
+
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    shutil.copy2(REPO / "deploy" / "jupyterhub" / "jupyterhub_config.py", etc / "jupyterhub_config.py")
+    site = {k: str(tmp_path) for k in ("env", "proxy", "state_dir")}
+    site.update(bind_url="http://127.0.0.1:8000", course_id="roofline", course_folder="course",
+                instructors_group="instructors", students_group="students")
+    (etc / "roofline_site.json").write_text(json.dumps(site))
+
+    def load():
+        ns = {"get_config": Config, "load_subconfig": lambda path: None, "__file__": str(etc / "jupyterhub_config.py")}
+        exec(compile((etc / "jupyterhub_config.py").read_text(), str(etc / "jupyterhub_config.py"), "exec"), ns)
+        return ns["variant_env"]
+
+    assert load()("alice") == {}
+    (etc / "roofline_variant_secret").write_bytes(SECRET + b"\n")
+    env = load()("alice")
+    assert env == {V.STUDENT_ENV: "alice", V.KEY_ENV: student_key(SECRET, "alice")}
+    assert SECRET.decode() not in json.dumps(env)
