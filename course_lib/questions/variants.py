@@ -26,7 +26,7 @@ Only **admissible** variants are drawn (:func:`problems`): every listed mistake 
 >>> from course_lib.questions import get
 >>> draw("", "phases_q3") == get("phases_q3").givens        # no key: the canonical numbers
 True
->>> key = student_key(b"a course secret", "alice")
+>>> key = student_key(b"the course secret, 32 bytes long", "alice")
 >>> draw(key, "phases_q3") == draw(key, "phases_q3")
 True
 """
@@ -229,4 +229,5 @@ def givens(qid: str) -> None:
     if key and q.space:
         print(f"Your numbers for {label} ({student or 'your key'}): {describe(qid, g)}.")
     else:
-        print(f"Numbers for {label}: {describe(qid, g)} (the lesson's own: no student id is set).")
+        print(f"Numbers for {label}: {describe(qid, g)} (the lesson's own: no student id is set; with a key "
+              "from your instructor, run course_lib.questions.set_student('your id', 'key') once).")
