@@ -1,5 +1,5 @@
 """python -m autograder release | collect | grade | manual | feedback | release-feedback | export |
-report | publish
+report | publish | variants
 
 The course directory (nbgrader_config.py, solutions/, notebooks/, and the grading data: submitted/,
 autograded/, feedback/, gradebook.db, reports/) is --course-dir, or $AUTOGRADER_ROOT, or the
@@ -214,6 +214,52 @@ def cmd_report(args) -> int:
     return 0
 
 
+def cmd_variants(args) -> int:
+    import csv
+
+    from . import variants
+
+    course = _course(args)
+    if args.init_secret:
+        print(f"variant secret written to {variants.init_secret(course)} (keep it: a new one gives every "
+              "student new numbers; never put it in the student repository)")
+        if not args.assignment:
+            return 0
+    if not args.assignment:
+        raise SystemExit("name an assignment, e.g. python -m autograder variants 03_two_phases --from-gradebook")
+    _assignment_names(course, [args.assignment], False)
+    students = list(args.students or [])
+    if args.from_gradebook:
+        from nbgrader.api import Gradebook
+
+        with Gradebook(course.db_url) as gb:
+            students += [st.id for st in gb.students if st.id not in students]
+    students += [s for s in course.students(args.assignment) if s not in students]
+    if not students:
+        raise SystemExit("no students: name them (--students a b c), or --from-gradebook, or collect submissions first")
+    secret = variants.load_secret(course)
+    if secret is None:
+        print(f"no variant secret ({variants.secret_path(course)}): every student gets the lesson's own numbers "
+              "(python -m autograder variants --init-secret)", file=sys.stderr)
+    rows = variants.table(course, args.assignment, students)
+    if args.keys:
+        w = csv.writer(sys.stdout)
+        w.writerow(["student", "variant_key"])
+        for s in students:
+            w.writerow([s, variants.key_for(secret, s)])
+        return 0
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=["student", "question", "variant", "givens", "canonical"])
+            w.writeheader()
+            w.writerows(rows)
+        print(f"{len(rows)} rows written to {args.csv}")
+        return 0
+    for r in rows:
+        print(f"{r['student']:20s} {r['question']:12s} {r['variant']}")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -306,6 +352,15 @@ def parser() -> argparse.ArgumentParser:
     m.add_argument("assignment")
     m.add_argument("--out", help="folder (default: <root>/reports/<assignment>/)")
     m.set_defaults(func=cmd_report)
+    v = sub.add_parser("variants", parents=[common], help="which numbers each student gets (per-student variants)")
+    v.add_argument("assignment", nargs="?")
+    v.add_argument("--students", nargs="+", metavar="ID", help="these student ids")
+    v.add_argument("--from-gradebook", action="store_true", help="every student in the gradebook")
+    v.add_argument("--keys", action="store_true",
+                   help="print each student's variant key (CSV) to hand out for laptops/Binder (set_student)")
+    v.add_argument("--csv", help="write the table to this CSV")
+    v.add_argument("--init-secret", action="store_true", help="create the course's variant secret")
+    v.set_defaults(func=cmd_variants)
     return p
 
 

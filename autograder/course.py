@@ -203,6 +203,10 @@ def used_names(source: str) -> set[str]:
     names |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.keyword) and n.arg}
     names |= {n.value for n in ast.walk(tree)
               if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier()}
+    from .verify import _declared_variables     # grade("phases_q3"): a declared question's variables
+
+    for n in list(names):
+        names.update(_declared_variables(n))
     return names
 
 

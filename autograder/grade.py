@@ -50,7 +50,7 @@ from .release import ensure_tools_on_path, nbgrader_config
 from .rundir import RunDir, clean_stale
 from .sandbox import (INSTALL_HELP, UNSANDBOXED_WARNING, Limits, die_with_parent, grader_package, make_spec,
                       matplotlib_cache, missing_packages, package_dirs, probe)
-from . import predictions, verify
+from . import predictions, variants, verify
 
 log = logging.getLogger("autograder")
 
@@ -186,12 +186,13 @@ def _apply_clean_verdicts(root: Path, a: str, student: str, dest: Path, job: dic
         notebooks[p.stem] = nbformat.v4.reads(p.read_text())
     for nb_name, nb in notebooks.items():
         _prediction_decisions(nb, tests.get(nb_name, []), records.get(nb_name))
-    jobs = verify.verification_jobs(tests, notebooks, job.get("truth"))
+    jobs = verify.verification_jobs(tests, notebooks, variants.student_truth(job.get("truth"), job.get("variant_key")))
     vbase = Path(job["work"]) / "v" / str(os.getpid())     # this worker's clean process, reused
     limits, sandbox, packages = spec_args[0], spec_args[1], spec_args[2]
     results = verify.run_clean(jobs, lambda: make_spec(vbase, a, None, None, *spec_args),
                                key=f"{sandbox}:{limits.memory_mb}:{limits.tasks}:{packages}",
-                               log_file=Path(job["work"]) / "v" / f"{os.getpid()}.log")
+                               log_file=Path(job["work"]) / "v" / f"{os.getpid()}.log",
+                               env=variants.kernel_env(job.get("variant_key", ""), student))
     verdicts, flags = {}, []
     gb_url = "sqlite:///" + str(root / "gradebook.db")
     with Gradebook(gb_url) as gb:
@@ -312,9 +313,13 @@ def grade_one(job: dict) -> dict:
 
                     gb.add_submission(a, student, extension=parse_utc(job["extension"]))
         records = _prediction_records(Path(job["submitted"]), verify.from_json(job["tests"]))
+        expected = variants.assigned(job.get("variant_key", ""), job.get("variant_questions") or [])
+        out["variant"] = expected
+        out["predictions"] += variants.mismatches(records, expected)
         limits = Limits(**job["limits"])
         spec_args = (limits, job["sandbox"], tuple(job["packages"]), work)
         spec = make_spec(base / "k", a, root / "submitted" / student / a, Path(job["extras"]), *spec_args)
+        spec.env.update(variants.kernel_env(job.get("variant_key", ""), student))   # the student's numbers
         api = NbGraderAPI(config=autograde_config(root, spec.to_json(), job, job.get("user_config")))
         api.log.setLevel(logging.WARNING)
         result = api.autograde(a, student, force=True, create=True)
@@ -671,9 +676,11 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
     all_students = course.students(assignment)
     wanted = [s for s in all_students if students is None or s in students]
     pkg_dirs = package_dirs(tuple(packages), site=False)
+    secret = variants.load_secret(course)
+    keys = {s: variants.key_for(secret, s) for s in wanted}
     todo, skipped, fps = [], [], {}
     for s in wanted:
-        fps[s] = _fingerprint(course, assignment, s, sandbox, pkg_dirs)
+        fps[s] = _fingerprint(course, assignment, s, sandbox, pkg_dirs) + variants.fingerprint(keys[s])
         if not force and _up_to_date(course, assignment, s, fps[s]):
             skipped.append(s)
         else:
@@ -717,14 +724,14 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
                 except MissingEntry:
                     pass
         job_base = {**job_base, "limits": asdict(eff), "cell_timeouts": summary.cell_timeouts,
-                    "truth": record["notebooks"]}
+                    "truth": record["notebooks"], "variant_questions": variants.questions(course, assignment)}
         bar = Progress(len(todo), f"grading {assignment}", stream) if progress else None
         ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
         with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=_worker_init,
                                  initargs=(os.getpid(),)) as pool:
             futures = {pool.submit(grade_one, {**job_base, "student": s, "slot": str(i),
                                                "submitted": str(course.submitted / s / assignment),
-                                               "student_record": records.get(s),
+                                               "student_record": records.get(s), "variant_key": keys[s],
                                                "extension": extensions.get(s)}): s for i, s in enumerate(todo)}
             try:
                 for fut in as_completed(futures):
@@ -760,7 +767,8 @@ def _finish(course: Course, assignment: str, res: dict, fp: str, sandboxed: bool
                     {"status": "graded", "fingerprint": fp,
                      "graded_at": dt.datetime.now(dt.timezone.utc).isoformat(), "sandboxed": sandboxed,
                      "seconds": round(res["seconds"], 2), "stopped": res["stopped"], "notes": res.get("notes", []),
-                     "disagreements": res.get("flags", []), "predictions": res.get("predictions", [])})
+                     "disagreements": res.get("flags", []), "predictions": res.get("predictions", []),
+                     "variant": res.get("variant") or {}})
         summary.graded.append(s)
         if res["stopped"]:
             summary.stopped[s] = res["stopped"]

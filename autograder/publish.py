@@ -30,7 +30,8 @@ SOLUTION_BEGIN, SOLUTION_END = "### BEGIN SOLUTION", "### END SOLUTION"
 REPOSITORY = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
 IMPORT = re.compile(r"^(from\s+\S+\s+)?import\s")
 MIN_LINE = 12      # shorter lines (")", "else:") are no secret and occur everywhere
-SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.egg-info", ".predictions.jsonl")
+SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints", "*.egg-info", ".predictions.jsonl",
+                              ".autograder", ".roofline-student.json")
 
 
 @dataclass
@@ -199,6 +200,18 @@ def build(checkout: Path, release: Path, source: Path, out: Path, repository: st
     return url
 
 
+def _variant_secret_in(tree: Path, checkout: Path) -> dict:
+    """Files of the tree holding the course's variant secret (autograder.variants): with it a
+    student could compute anyone's numbers."""
+    from .variants import load_secret
+
+    secret = load_secret(checkout)
+    if not secret:
+        return {}
+    return {str(p.relative_to(tree)): ["the variant secret"] for p in tree.rglob("*")
+            if p.is_file() and secret in p.read_bytes()}
+
+
 def publish(checkout: Path, release: Path, source: Path, dest: Path, repository: str | None = None) -> Published:
     """Build the student repository, check it holds no solution or hidden test, put it at `dest`."""
     checkout, dest = Path(checkout), Path(dest)
@@ -210,8 +223,9 @@ def publish(checkout: Path, release: Path, source: Path, dest: Path, repository:
         out.mkdir()
         url = build(checkout, Path(release), Path(source), out, repository)
         leaks = scan(out, secret_lines(source, release))
+        leaks.update(_variant_secret_in(out, checkout))
         if leaks:
-            raise SystemExit("not published: these files would show solutions or hidden tests: "
+            raise SystemExit("not published: these files would show solutions, hidden tests or the variant secret: "
                              + "; ".join(f"{f} ({len(h)} lines)" for f, h in leaks.items()))
         dest.mkdir(exist_ok=True)
         for old in dest.iterdir():

@@ -11,6 +11,8 @@ question wrong. Written to reports/<assignment>/:
   (committed, changed-after-reveal, final, no-record), from what to what a prediction changed
   after its reveal, and whether the record was missing or looked edited
 * scores.csv / scores.png -- every student's score per notebook and its distribution
+* copies.csv / variants.csv -- possible copies across students' variants, with the evidence, and
+  the numbers each student was graded on (autograder.copies)
 
 For a predict-then-verify question the answer counted (and judged) is the prediction the student
 committed before the truth was revealed (autograder.predictions), not one written afterwards.
@@ -200,6 +202,7 @@ def _variable_verdict(var: str, tests: list, verdicts: dict) -> tuple[bool, str 
 
 def misconceptions(course: Course, assignment: str, truth_record: dict | None = None) -> list[dict]:
     """One dict per (question variable, answer class)."""
+    from .copies import own_truth_entry
     from .verify import test_cells
 
     truth_record = truth_record if truth_record is not None else truth(course, assignment)
@@ -232,7 +235,9 @@ def misconceptions(course: Course, assignment: str, truth_record: dict | None = 
                         right, label = _variable_verdict(var, tests, meta.get("verdicts", {}))
                     else:
                         right, label = None, None
-                    cat = category(entry, t_entry, right=right, label=label)
+                    # a wrong answer's ratio is to the student's own numbers' truth (autograder.variants)
+                    own = None if right else own_truth_entry(course, assignment, s, cell.grade_id, var)
+                    cat = category(entry, own or t_entry, right=right, label=label)
                     if right is None and truth_label is not None and cat == truth_label:
                         right = True
                     counts[cat] += 1
@@ -412,10 +417,11 @@ def report(course: Course, assignment: str, out_dir: Path | None = None) -> dict
         summary[nb] = {"n": len(s), "mean": statistics.mean(s), "median": statistics.median(s),
                        "min": min(s), "max": max(s),
                        "max_score": max(r["max_score"] for r in srows if r["notebook"] == nb)}
+    from .copies import write_copies
     from .grade import failed_students
 
     return {"dir": str(out), "rows": rows, "scores": summary, "failed": failed_students(course, assignment),
-            "predictions": changes}
+            "predictions": changes, "copies": write_copies(course, assignment, out)}
 
 
 def format_report(result: dict) -> str:
@@ -448,6 +454,9 @@ def format_report(result: dict) -> str:
     edited = sorted({(r["notebook"], r["student"], r["record_problems"]) for r in preds if r["record_problems"]})
     for nb, s, why in edited:
         lines.append(f"  PREDICTION RECORD EDITED? {s} ({nb}): {why}")
+    from .copies import format_copies
+
+    lines += format_copies(result.get("copies", []))
     for student, cause in sorted(result.get("failed", {}).items()):
         lines.append(f"  left out (grading failed): {student}: {cause}")
     for nb, s in result["scores"].items():

@@ -274,6 +274,7 @@ def run(test):
     return {"passed": True, "score": points, "ename": None, "message": "", "label": None}
 
 def verdicts(job):
+    os.environ.update(job.get("env") or {})   # the graded student's variant (this child only)
     out = {}
     for test in job["tests"]:
         try:
@@ -358,9 +359,9 @@ class Verifier:
             self.close()
             raise VerifyError(f"the clean re-verification printed something else: {line[:200]!r}") from None
 
-    def run(self, tests: list[dict]) -> dict:
+    def run(self, tests: list[dict], env: dict | None = None) -> dict:
         try:
-            self.proc.stdin.write((json.dumps({"tests": tests}) + "\n").encode())
+            self.proc.stdin.write((json.dumps({"tests": tests, "env": env or {}}) + "\n").encode())
             self.proc.stdin.flush()
         except OSError as e:
             self.close()
@@ -398,16 +399,18 @@ def forget_verifiers() -> None:
     _VERIFIERS.clear()
 
 
-def run_clean(tests: list[dict], make_spec, key: str = "", log_file: Path | None = None) -> dict:
+def run_clean(tests: list[dict], make_spec, key: str = "", log_file: Path | None = None,
+              env: dict | None = None) -> dict:
     """Verdicts {key: {passed, score, ename, message, label}} for `tests`
     ([{key, grade_id, source, points, values}]) from this process's clean verifier (started by
-    `make_spec()`, an autograder.sandbox.SandboxSpec, when there is none yet or it died)."""
+    `make_spec()`, an autograder.sandbox.SandboxSpec, when there is none yet or it died); `env`:
+    variables set for these tests only (the graded student's variant, autograder.variants)."""
     if not tests:
         return {}
     v = _VERIFIERS.get(key)
     if v is None or not v.alive():
         v = _VERIFIERS[key] = Verifier(make_spec(), log_file)
-    results = v.run(tests)
+    results = v.run(tests, env)
     missing = [t["key"] for t in tests if t["key"] not in results]
     if missing:
         raise VerifyError(f"the clean re-verification gave no verdict for {', '.join(missing)}")

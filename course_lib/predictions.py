@@ -70,13 +70,16 @@ def _now() -> str:
 
 
 def make_event(events: list, question: str, kind: str, values: dict | None = None,
-               reasoning: str | None = None, *, t: str | None = None, count=None) -> dict:
-    """The next event of a record holding `events` (not appended)."""
+               reasoning: str | None = None, *, t: str | None = None, count=None, variant=None) -> dict:
+    """The next event of a record holding `events` (not appended). `variant`: the givens a
+    commit was made for (a question with a parameter space, course_lib.questions.variants)."""
     mine = [e for e in events if e.get("q") == question]
     event = {"v": FORMAT, "seq": len(events), "n": len(mine), "kind": kind, "q": question,
              "values": values or {}, "reason": reasoning, "t": t or _now(), "session": _SESSION,
              "count": count, "prev_q": mine[-1]["hash"] if mine else "",
              "prev": events[-1]["hash"] if events else ""}
+    if variant is not None:
+        event["variant"] = variant
     event["hash"] = event_hash(event)
     return event
 
@@ -233,10 +236,20 @@ def _append(question: str, kind: str, values=None, reasoning=None) -> tuple[dict
     path = record_path()
     with _Locked(path) as f:
         events = load_record(path)
-        event = make_event(events, question, kind, values, reasoning, count=_execution_count())
+        event = make_event(events, question, kind, values, reasoning, count=_execution_count(),
+                           variant=_variant(question) if kind in ("commit", "revise") else None)
         f.write(json.dumps(event, sort_keys=True) + "\n")
         f.flush()
     return event, events + [event]
+
+
+def _variant(question: str):
+    """The numbers this kernel asks `question` with, where it has a parameter space (else None)."""
+    try:
+        from .questions.variants import recorded
+    except ImportError:  # pragma: no cover
+        return None
+    return recorded(question)
 
 
 def _execution_count():

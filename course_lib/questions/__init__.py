@@ -7,9 +7,12 @@ hidden test and the verify cell of a question all read its declaration here.
 """
 from .core import (REGISTRY, RULES, Question, Solution, Truth, check_form, get, grade,
                    lesson_module, lesson_questions, question, show, takeaways)
+from .variants import givens, set_student, student_key
+from .variants import current as variant
 
 __all__ = ["REGISTRY", "RULES", "Question", "Solution", "Truth", "check_form", "get", "grade",
-           "lesson_module", "lesson_questions", "question", "show", "takeaways", "all_questions"]
+           "lesson_module", "lesson_questions", "question", "show", "takeaways", "all_questions",
+           "givens", "set_student", "student_key", "variant"]
 
 
 def all_questions() -> dict:

@@ -34,6 +34,7 @@ from typing import Any, Callable
 
 from ..answer_forms import Reason, Spec
 from ..misconceptions import MISCONCEPTIONS, CheckFailed
+from . import variants
 
 __all__ = ["Question", "Solution", "Truth", "question", "get", "REGISTRY", "RULES", "takeaways", "lesson_questions",
            "check_form", "grade", "show", "lesson_module"]
@@ -82,6 +83,9 @@ class Question:
     specs: dict                          # answer variable -> Spec (Reason() for a reasoning)
     solve: Callable[..., Solution]
     givens: dict                         # the canonical parameters, passed to `solve`
+    space: dict = field(default_factory=dict)    # parameter -> the values a variant may take
+    labels: dict = field(default_factory=dict)   # parameter -> "{value}-token prompt" (given cells)
+    assumes: Callable[..., str | None] | None = None   # givens -> a violated assumption, or None
 
     @property
     def answer_names(self) -> list[str]:
@@ -105,16 +109,28 @@ class Question:
 REGISTRY: dict[str, Question] = {}
 
 
-def question(qid: str, *, rule: str, specs: dict, givens: dict | None = None):
-    """Declare a graded question (a decorator for its solver)."""
+def question(qid: str, *, rule: str, specs: dict, givens: dict | None = None, space: dict | None = None,
+             labels: dict | None = None, assumes: Callable[..., str | None] | None = None):
+    """Declare a graded question (a decorator for its solver). `givens` are the canonical
+    parameters (the lesson's own numbers); `space` the values each may take in a student's
+    variant (course_lib.questions.variants), the canonical ones among them; `assumes(**givens)`
+    says what a variant would break (e.g. "the batch does not fit"), or None."""
     if rule not in RULES:
         raise ValueError(f"rule must be one of {sorted(RULES)}, got {rule!r}")
     if not specs or not all(isinstance(s, Spec) for s in specs.values()):
         raise TypeError(f"{qid}: specs maps each answer variable to a Spec, e.g. "
                         "{'q3_prediction': Ratio(rel_tol=0.1), 'q3_reasoning': Reason()}")
 
+    space = {k: list(v) for k, v in (space or {}).items()}
+    for name, values in space.items():
+        if name not in (givens or {}):
+            raise ValueError(f"{qid}: space names {name!r}, which is not among its givens {sorted(givens or {})}")
+        if (givens or {})[name] not in values:
+            raise ValueError(f"{qid}: the canonical {name}={givens[name]!r} is not in its space {values}")
+
     def register(solve):
-        REGISTRY[qid] = Question(qid, rule, dict(specs), solve, dict(givens or {}))
+        REGISTRY[qid] = Question(qid, rule, dict(specs), solve, dict(givens or {}), space, dict(labels or {}),
+                                 assumes)
         return solve
 
     return register
@@ -163,15 +179,16 @@ def check_form(qid: str) -> None:
     return checks._check_form_from(frame, qid, q.specs)
 
 
-def grade(qid: str, *, namespace: dict | None = None) -> None:
+def grade(qid: str, *, namespace: dict | None = None, givens: dict | None = None) -> None:
     """The hidden test of a declared question: every answer variable against the truth
-    computed now. Raises CheckFailed naming every wrong variable (the first one's label)."""
+    computed now, for the variant of the student graded (or `givens`). Raises CheckFailed naming
+    every wrong variable (the first one's label)."""
     __tracebackhide__ = True
     from .. import checks
 
     q = get(qid)
     ns = namespace if namespace is not None else _caller_namespace(sys._getframe(1))
-    sol = q.solution()
+    sol = q.solution(**(givens if givens is not None else variants.current(qid)))   # the student's variant
     failures = []
     for name in q.answer_names:
         t = sol.truths[name]
@@ -196,7 +213,7 @@ def show(qid: str, *, namespace: dict | None = None) -> None:
     q = get(qid)
     ns = namespace if namespace is not None else _caller_namespace(sys._getframe(1))
     checks.reveal(qid)
-    sol = q.solution()
+    sol = q.solution(**variants.current(qid))      # this student's own numbers
     if sol.work is not None:
         sol.work()
         print()

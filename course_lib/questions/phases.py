@@ -17,6 +17,18 @@ def _setting(chip=CHIP, model=MODEL):
     return Models.get(model), Hardware.get(chip)
 
 
+def _does_not_fit(context, batch, chip=CHIP):
+    """Why `batch` sequences of `context` tokens do not fit beside the weights (None: they do)."""
+    from .. import max_batch_size
+
+    llama, gpu = _setting(chip=chip)
+    if llama.weight_bytes("fp16") >= gpu.memory_capacity_si:
+        return f"the weights alone do not fit on the {chip}"
+    if batch and max_batch_size(llama, gpu, context_tokens=context) < batch:
+        return f"{batch} sequences of {context} tokens do not fit on the {chip}"
+    return None
+
+
 # ---- Q1 -----------------------------------------------------------------------------------------
 @question("phases_q1", rule="prediction",
           specs={"q1_prefill": Regime(), "q1_decode": Regime(), "q1_reasoning": Reason()},
@@ -54,7 +66,9 @@ def q1(prompt, output):
 # ---- Q2 -----------------------------------------------------------------------------------------
 @question("phases_q2", rule="prediction",
           specs={"q2_prediction": Ratio(rel_tol=0.05), "q2_reasoning": Reason()},
-          givens={"short": 1024, "long": 8192})
+          givens={"short": 1024, "long": 8192},
+          space={"short": [512, 1024, 2048], "long": [6144, 8192]},
+          labels={"short": "short prompt {value} tokens", "long": "long prompt {value} tokens"})
 def q2(short, long):
     from .. import serve
 
@@ -93,7 +107,10 @@ def q2(short, long):
 # ---- Q3 -----------------------------------------------------------------------------------------
 @question("phases_q3", rule="prediction",
           specs={"q3_prediction": Ratio(rel_tol=0.15), "q3_reasoning": Reason()},
-          givens={"prompt": 1024, "output": 128, "batch": 64})
+          givens={"prompt": 1024, "output": 128, "batch": 64},
+          space={"prompt": [512, 1024, 2048], "batch": [32, 64, 128]},
+          labels={"prompt": "prompt {value} tokens", "batch": "batch {value} sequences"},
+          assumes=lambda prompt, output, batch: _does_not_fit(prompt + output, batch))
 def q3(prompt, output, batch):
     from .. import serve, solve
 
@@ -130,7 +147,10 @@ def q3(prompt, output, batch):
 # ---- Q4 -----------------------------------------------------------------------------------------
 @question("phases_q4", rule="by-hand",
           specs={"q4_kv_per_token": Number("byte", rel_tol=0.02), "q4_kv_batch": Number("GB", rel_tol=0.02)},
-          givens={"batch": 32, "context": 4096})
+          givens={"batch": 32, "context": 4096},
+          space={"batch": [16, 24, 32, 48], "context": [2048, 4096, 8192]},
+          labels={"batch": "batch {value} sequences", "context": "{value} tokens each"},
+          assumes=lambda batch, context: _does_not_fit(context, batch))
 def q4(batch, context):
     from .. import serve
 
@@ -164,7 +184,9 @@ def q4(batch, context):
 # ---- Q5 -----------------------------------------------------------------------------------------
 @question("phases_q5", rule="by-hand",
           specs={"q5_capacity_gb": Number("GB", rel_tol=0.01), "q5_max_batch": WholeNumber(rel_tol=0.02)},
-          givens={"context": 8192})
+          givens={"context": 8192},
+          space={"context": [2048, 4096, 6144, 8192]},
+          labels={"context": "sequences of {value} tokens"})
 def q5(context):
     from .. import Hardware, max_batch_size
     from ..sensitivity import perturb

@@ -75,6 +75,24 @@ def _members(group: str) -> set:
     return set(g.gr_mem) | {p.pw_name for p in pwd.getpwall() if p.pw_gid == g.gr_gid}
 
 
+# Every student their own numbers (course_lib.questions.variants): with the course's variant
+# secret here (root only, 0600: copy the instructor's <course>/.autograder/variant-secret), each
+# student's server is told the student's own variant key, never the secret.
+VARIANT_SECRET = site.get("variant_secret") or os.path.join(HERE, "roofline_variant_secret")
+
+
+def variant_env(name: str) -> dict:
+    """The variables that give `name` their own numbers ({} without a secret: the lesson's own)."""
+    try:
+        with open(VARIANT_SECRET, "rb") as f:
+            secret = f.read().strip()
+    except OSError:
+        return {}
+    from course_lib.questions.variants import KEY_ENV, STUDENT_ENV, student_key
+
+    return {STUDENT_ENV: name, KEY_ENV: student_key(secret, name)}
+
+
 def open_the_course(spawner):
     """Open each user's server in the course: an instructor in their course checkout, a student
     in ~/<course id>/, where the Assignment List fetches assignments (created here if missing,
@@ -92,6 +110,7 @@ def open_the_course(spawner):
     else:
         os.chown(folder, user.pw_uid, user.pw_gid, follow_symlinks=False)
     spawner.default_url = "/lab/tree/" + site["course_id"]
+    spawner.environment = {**spawner.environment, **variant_env(name)}
 
 
 c.Spawner.pre_spawn_hook = open_the_course
