@@ -13,9 +13,11 @@ Conventions (read these before using a number):
   bandwidth is lower (see ``measurements.py``).
 * ``memory_capacity`` is in bytes and **binary**: memory is built from binary-sized dies,
   so a datasheet's "80 GB" of HBM is 80 GiB (nvidia-smi shows 81,920 MiB on an A100
-  80GB). Where nvidia-smi's ``memory.total`` is known it is used (the H100 SXM shows
-  81,559 MiB: the driver keeps a little); otherwise the datasheet figure read in GiB. The
-  source says which. Bandwidths stay decimal (TB/s = 10¹² B/s), as datasheets mean them.
+  80GB). Where nvidia-smi's ``memory.total`` is known from a public capture it is used, as
+  the driver reports it (the H100 SXM shows 81,559 MiB: the driver keeps a little; GDDR6
+  cards with ECC on, the data-centre default, lose 1/16 to the ECC bits: a "16 GB" T4 shows
+  15,360 MiB); otherwise the datasheet figure read in GiB. The source says which and where
+  the capture is. Bandwidths stay decimal (TB/s = 10¹² B/s), as datasheets mean them.
 * ``memory_capacity_datasheet`` is the datasheet's "GB" figure read as decimal bytes: what
   a reader who takes GB = 10⁹ B would use. Only ``course_lib.sensitivity`` (capacities
   "decimal") and the tests read it.
@@ -50,7 +52,7 @@ SPECS = {
         "year": 2018,  # the 32 GB SXM2 part; the 16 GB V100 launched in 2017
         "peak_flops": {"fp32": 15.7e12, "fp16": 125e12},
         "memory_bandwidth": 900e9,
-        "memory_capacity": 32 * GiB,
+        "memory_capacity": 32_510 * MiB,
         "memory_capacity_datasheet": 32e9,
         "interconnect_bandwidth": 150e9,
         "interconnect": "NVLink 2",
@@ -62,10 +64,12 @@ SPECS = {
                           "multiply, fp32 accumulate; Volta has no sparsity, so this is "
                           "dense). Volta tensor cores have no bf16/int8 tensor modes.",
             "memory_bandwidth": "NVIDIA Tesla V100 GPU datasheet (2018): HBM2 900 GB/s",
-            "memory_capacity": "NVIDIA Tesla V100 GPU datasheet (2018): 32 GB HBM2 variant; HBM "
-                               "is built from binary-sized dies (4 stacks of 8 GiB), so 32 GB on "
-                               "the sheet is 32 GiB (binary reading; not checked against nvidia-"
-                               "smi)",
+            "memory_capacity": "NVIDIA Tesla V100 GPU datasheet (2018): 32 GB HBM2 variant, built "
+                               "from binary-sized dies (4 stacks of 8 GiB = 32 GiB); nvidia-smi "
+                               "reports memory.total = 32,510 MiB (32 GiB less what the driver "
+                               "keeps) on a 'Tesla V100-SXM2-32GB' in public captures (e.g. "
+                               "PaddlePaddle PLSC's benchmark notes, '8 NVIDIA Tesla V100 32G "
+                               "(32510MiB)'; the same total on V100-PCIE/V100S 32GB cards)",
             "interconnect_bandwidth": "NVIDIA Tesla V100 GPU datasheet (2018): NVLink "
                                       "300 GB/s (bidirectional total over 6 links); "
                                       "divided by 2 for per-direction = 150 GB/s",
@@ -98,7 +102,8 @@ SPECS = {
                                 "SXM: HBM2e 2,039 GB/s",
             "memory_capacity": "NVIDIA A100 Tensor Core GPU datasheet (2021): 80 GB HBM2e, which "
                                "is binary: nvidia-smi reports memory.total = 81,920 MiB (80 GiB ="
-                               " 85.9e9 bytes) on an A100 SXM 80GB",
+                               " 85.9e9 bytes) on an 'NVIDIA A100-SXM4-80GB' in public captures "
+                               "(cloud A100 80GB instances)",
             "interconnect_bandwidth": "NVIDIA A100 datasheet (2021): NVLink 600 GB/s "
                                       "(bidirectional total, 12 links); divided by 2 for "
                                       "per-direction = 300 GB/s",
@@ -129,7 +134,8 @@ SPECS = {
                                 "HBM2 1,555 GB/s",
             "memory_capacity": "NVIDIA A100 Tensor Core GPU datasheet (2021): 40 GB HBM2, which "
                                "is binary: nvidia-smi reports memory.total = 40,960 MiB (40 GiB) "
-                               "on an A100 40GB",
+                               "on an 'NVIDIA A100-SXM4-40GB' in public captures (cloud A100 40GB "
+                               "instances)",
             "interconnect_bandwidth": "NVIDIA A100 datasheet (2021): NVLink 600 GB/s "
                                       "bidirectional total; divided by 2 for "
                                       "per-direction = 300 GB/s",
@@ -182,7 +188,7 @@ SPECS = {
         "peak_flops": {"fp32": 51.2e12, "tf32": 378e12, "fp16": 756e12, "bf16": 756e12,
                        "fp8": 1513e12, "int8": 1513e12},
         "memory_bandwidth": 2.0e12,
-        "memory_capacity": 80 * GiB,
+        "memory_capacity": 81_559 * MiB,
         "memory_capacity_datasheet": 80e9,
         "interconnect_bandwidth": 300e9,
         "interconnect": "NVLink 4 bridge",
@@ -200,8 +206,10 @@ SPECS = {
             "memory_bandwidth": "NVIDIA H100 Tensor Core GPU datasheet (2023), PCIe "
                                 "column: 2 TB/s (HBM2e)",
             "memory_capacity": "NVIDIA H100 Tensor Core GPU datasheet (2023), PCIe: 80 GB HBM2e, "
-                               "read as binary (80 GiB) like every HBM figure (not checked "
-                               "against nvidia-smi; the SXM part reports 81,559 MiB)",
+                               "binary-sized (80 GiB of dies); nvidia-smi reports memory.total = "
+                               "81,559 MiB on an 'NVIDIA H100 PCIe' in public captures (cloud "
+                               "H100 PCIe instances, driver 535-570), the same total as the SXM "
+                               "part",
             "interconnect_bandwidth": "NVIDIA H100 datasheet (2023), PCIe: NVLink bridge "
                                       "600 GB/s (bidirectional total); divided by 2 for "
                                       "per-direction = 300 GB/s. Without a bridge the card "
@@ -259,7 +267,7 @@ SPECS = {
         "peak_flops": {"fp32": 75e12, "tf32": 1.1e15, "fp16": 2.25e15, "bf16": 2.25e15,
                        "fp8": 4.5e15, "int8": 4.5e15, "fp4": 9e15},
         "memory_bandwidth": 8e12,
-        "memory_capacity": 180 * GiB,
+        "memory_capacity": 183_359 * MiB,
         "memory_capacity_datasheet": 180e9,
         "interconnect_bandwidth": 900e9,
         "interconnect": "NVLink 5",
@@ -276,9 +284,11 @@ SPECS = {
                                 "(64 TB/s per 8-GPU board / 8)",
             "memory_capacity": "NVIDIA DGX B200 datasheet (2024): 1,440 GB total GPU "
                                "memory / 8 GPUs = 180 GB usable per GPU (MLPerf system "
-                               "files also list 'B200-SXM-180GB'), read as binary (180 GiB) "
-                               "like every HBM figure; press material says 192 GB, the raw "
-                               "HBM stack size (8 x 24 GiB). Not checked against nvidia-smi.",
+                               "files also list 'B200-SXM-180GB'); nvidia-smi reports "
+                               "memory.total = 183,359 MiB (179.1 GiB) per 'NVIDIA B200' in "
+                               "public captures (Modal's GPU Glossary, 'What is nvidia-smi?', 8x "
+                               "B200 on driver 575.57.08). Press material says 192 GB, the raw "
+                               "HBM stack size (8 x 24 GiB).",
             "interconnect_bandwidth": "NVIDIA HGX B200 datasheet (2024): NVLink 5 1.8 TB/s "
                                       "per GPU (bidirectional total, 18 links); divided by "
                                       "2 for per-direction = 900 GB/s",
@@ -330,7 +340,7 @@ SPECS = {
         "peak_flops": {"fp32": 30.3e12, "tf32": 60e12, "fp16": 121e12, "bf16": 121e12,
                        "fp8": 242.5e12, "int8": 242.5e12},
         "memory_bandwidth": 300e9,
-        "memory_capacity": 24 * GiB,
+        "memory_capacity": 23_034 * MiB,
         "memory_capacity_datasheet": 24e9,
         "interconnect_bandwidth": None,
         "interconnect": None,
@@ -342,9 +352,10 @@ SPECS = {
                           "242, FP8 485, INT8 485 TOPS); dense = half: 60, 121, 242.5, "
                           "242.5. The datasheet gives no int4 figure, so none is listed.",
             "memory_bandwidth": "NVIDIA L4 datasheet (2023): GDDR6 300 GB/s",
-            "memory_capacity": "NVIDIA L4 datasheet (2023): 24 GB GDDR6, read as binary (24 GiB; "
-                               "GDDR dies are binary-sized). With ECC enabled the driver reserves"
-                               " part of it.",
+            "memory_capacity": "NVIDIA L4 datasheet (2023): 24 GB GDDR6 = 24 GiB of binary-sized "
+                               "dies; with ECC on (the data-centre default) GDDR6 keeps 1/16 for "
+                               "the check bits, and nvidia-smi reports memory.total = 23,034 MiB "
+                               "on an 'NVIDIA L4' in public captures (Google Cloud G2 VMs)",
             "interconnect_bandwidth": "NVIDIA L4 datasheet (2023): no NVLink; PCIe Gen4 "
                                       "x16 only, so no scale-up link (None)",
             "link_latency": "No scale-up link (PCIe only), so None",
@@ -358,7 +369,7 @@ SPECS = {
         "year": 2018,
         "peak_flops": {"fp32": 8.1e12, "fp16": 65e12, "int8": 130e12, "int4": 260e12},
         "memory_bandwidth": 320e9,
-        "memory_capacity": 16 * GiB,
+        "memory_capacity": 15_360 * MiB,
         "memory_capacity_datasheet": 16e9,
         "interconnect_bandwidth": None,
         "interconnect": None,
@@ -370,9 +381,11 @@ SPECS = {
                           "TOPS, INT4 260 TOPS. Turing has no structured sparsity, so "
                           "these are dense. No bf16/tf32 on Turing.",
             "memory_bandwidth": "NVIDIA T4 datasheet (2019): GDDR6 320+ GB/s; 320 GB/s used",
-            "memory_capacity": "NVIDIA T4 datasheet (2019): 16 GB GDDR6, read as binary (16 GiB; "
-                               "GDDR dies are binary-sized). With ECC enabled (the data-centre "
-                               "default) nvidia-smi reports 15,360 MiB.",
+            "memory_capacity": "NVIDIA T4 datasheet (2019): 16 GB GDDR6 = 16 GiB of binary-sized "
+                               "dies; with ECC on (the data-centre default) GDDR6 keeps 1/16 for "
+                               "the check bits, and nvidia-smi reports memory.total = 15,360 MiB "
+                               "(15 GiB) on a 'Tesla T4' in public captures (Google Colab's T4 "
+                               "runtime, AWS g4dn)",
             "interconnect_bandwidth": "NVIDIA T4 datasheet (2019): PCIe Gen3 x16 only, no "
                                       "NVLink, so no scale-up link (None)",
             "link_latency": "No scale-up link (PCIe only), so None",

@@ -370,7 +370,10 @@ def test_an_unresolved_dram_is_never_reported_as_dram():
 
 @pytest.fixture(scope="module")
 def machine():
-    return this_machine(quick=True, refresh=True)
+    # one thread, as the grader measures: on a shared test machine other processes keep the CPUs
+    # busy, and threads that wait for each other there measure the load, not the machine (the
+    # thread rule itself is tested above, without timing)
+    return this_machine(quick=True, refresh=True, threads=1)
 
 
 def test_measured_figures_are_physically_plausible(machine):
@@ -420,7 +423,7 @@ EXPECTED = {"dot": "memory-bound", "matmul_1024": "compute-bound", "higher_ridge
 
 
 def test_the_graded_classifications_hold_and_are_stable_over_three_runs(machine):
-    runs = [machine] + [this_machine(quick=True, refresh=True) for _ in range(2)]
+    runs = [machine] + [this_machine(quick=True, refresh=True, threads=1) for _ in range(2)]
     got = [classifications(hw) for hw in runs]
     for g in got:
         assert {k: g[k] for k in EXPECTED} == EXPECTED
