@@ -31,11 +31,21 @@ Conventions (read these before using a number):
 * ``interconnect_max_gpus``: how many GPUs the scale-up link joins, where it is fewer than a
   server holds (the H100 PCIe's NVLink bridge joins pairs); beyond it they talk over
   ``fallback_interconnect`` at ``fallback_interconnect_bandwidth`` (per direction).
+* ``interconnect_topology`` says how much of ``interconnect_bandwidth`` one tensor-parallel
+  AllReduce can use (``course_lib.topology``): "switch" (every link goes to a switch, so any
+  group uses them all: NVSwitch), "bridge" (a pair joined by its bridge), "mesh" (point to
+  point, fully connected: each pair shares one of ``interconnect_links`` links, so a group of
+  N uses N-1 of them) and "torus" (``interconnect_links`` ports; a ring along one dimension
+  uses two). Absent means "switch".
 
 Standard library only: ``hardware.py`` turns these dicts into ``Hardware`` objects.
 """
 
 MiB, GiB = 2**20, 2**30
+
+_NVSWITCH_SRC = ("NVIDIA HGX/DGX server documentation: every GPU's NVLinks go to the "
+                 "NVSwitch chips, so any group of GPUs talks at the full per-GPU NVLink "
+                 "bandwidth")
 
 _NVLINK_LATENCY_SRC = (
     "Not a datasheet figure: order of magnitude (~1 us) of GPU-to-GPU peer latency as "
@@ -56,6 +66,7 @@ SPECS = {
         "memory_capacity_datasheet": 32e9,
         "interconnect_bandwidth": 150e9,
         "interconnect": "NVLink 2",
+        "interconnect_topology": "switch",
         "link_latency": 1e-6,
         "tdp": 300,
         "sources": {
@@ -73,6 +84,10 @@ SPECS = {
             "interconnect_bandwidth": "NVIDIA Tesla V100 GPU datasheet (2018): NVLink "
                                       "300 GB/s (bidirectional total over 6 links); "
                                       "divided by 2 for per-direction = 150 GB/s",
+            "interconnect_topology": "Not modelled per server: the full 150 GB/s per direction "
+                                     "is what an NVSwitch server (DGX-2/HGX-2) gives any group; "
+                                     "on a DGX-1's hybrid cube-mesh a pair of GPUs shares only 1 "
+                                     "or 2 of the 6 links",
             "link_latency": _NVLINK_LATENCY_SRC,
             "tdp": "NVIDIA Tesla V100 GPU datasheet (2018), SXM2: max power 300 W",
         },
@@ -90,6 +105,7 @@ SPECS = {
         "memory_capacity_datasheet": 80e9,
         "interconnect_bandwidth": 300e9,
         "interconnect": "NVLink 3",
+        "interconnect_topology": "switch",
         "link_latency": 1e-6,
         "tdp": 400,
         "sources": {
@@ -107,6 +123,7 @@ SPECS = {
             "interconnect_bandwidth": "NVIDIA A100 datasheet (2021): NVLink 600 GB/s "
                                       "(bidirectional total, 12 links); divided by 2 for "
                                       "per-direction = 300 GB/s",
+            "interconnect_topology": _NVSWITCH_SRC,
             "link_latency": _NVLINK_LATENCY_SRC,
             "tdp": "NVIDIA A100 Tensor Core GPU datasheet (2021), SXM: max TDP 400 W",
         },
@@ -123,6 +140,7 @@ SPECS = {
         "memory_capacity_datasheet": 40e9,
         "interconnect_bandwidth": 300e9,
         "interconnect": "NVLink 3",
+        "interconnect_topology": "switch",
         "link_latency": 1e-6,
         "tdp": 400,
         "sources": {
@@ -139,6 +157,7 @@ SPECS = {
             "interconnect_bandwidth": "NVIDIA A100 datasheet (2021): NVLink 600 GB/s "
                                       "bidirectional total; divided by 2 for "
                                       "per-direction = 300 GB/s",
+            "interconnect_topology": _NVSWITCH_SRC,
             "link_latency": _NVLINK_LATENCY_SRC,
             "tdp": "NVIDIA A100 Tensor Core GPU datasheet (2021), SXM: max TDP 400 W",
         },
@@ -156,6 +175,7 @@ SPECS = {
         "memory_capacity_datasheet": 80e9,
         "interconnect_bandwidth": 450e9,
         "interconnect": "NVLink 4",
+        "interconnect_topology": "switch",
         "link_latency": 1e-6,
         "tdp": 700,
         "sources": {
@@ -175,6 +195,7 @@ SPECS = {
             "interconnect_bandwidth": "NVIDIA H100 datasheet (2023), SXM: NVLink 900 GB/s "
                                       "(bidirectional total, 18 links); divided by 2 for "
                                       "per-direction = 450 GB/s",
+            "interconnect_topology": _NVSWITCH_SRC,
             "link_latency": _NVLINK_LATENCY_SRC,
             "tdp": "NVIDIA H100 Tensor Core GPU datasheet (2023), SXM: max TDP up to 700 W "
                    "(configurable)",
@@ -192,6 +213,7 @@ SPECS = {
         "memory_capacity_datasheet": 80e9,
         "interconnect_bandwidth": 300e9,
         "interconnect": "NVLink 4 bridge",
+        "interconnect_topology": "bridge",
         "interconnect_max_gpus": 2,
         "fallback_interconnect": "PCIe Gen5 x16",
         "fallback_interconnect_bandwidth": 64e9,
@@ -220,6 +242,8 @@ SPECS = {
             "fallback_interconnect_bandwidth": "NVIDIA H100 datasheet (2023), PCIe: PCIe Gen5 "
                                                "128 GB/s (bidirectional total); per "
                                                "direction 64 GB/s (x16 at 32 GT/s)",
+            "interconnect_topology": "NVIDIA H100 PCIe documentation: the NVLink bridge joins "
+                                     "two cards directly, all its links between that pair",
             "link_latency": _NVLINK_LATENCY_SRC,
             "tdp": "NVIDIA H100 Tensor Core GPU datasheet (2023), PCIe: max TDP 300-350 W "
                    "(configurable); upper end used",
@@ -237,6 +261,7 @@ SPECS = {
         "memory_capacity_datasheet": 141e9,
         "interconnect_bandwidth": 450e9,
         "interconnect": "NVLink 4",
+        "interconnect_topology": "switch",
         "link_latency": 1e-6,
         "tdp": 700,
         "sources": {
@@ -254,6 +279,7 @@ SPECS = {
             "interconnect_bandwidth": "NVIDIA H200 datasheet (2024), SXM: NVLink 900 GB/s "
                                       "bidirectional total; divided by 2 for "
                                       "per-direction = 450 GB/s",
+            "interconnect_topology": _NVSWITCH_SRC,
             "link_latency": _NVLINK_LATENCY_SRC,
             "tdp": "NVIDIA H200 Tensor Core GPU datasheet (2024), SXM: max TDP up to 700 W",
         },
@@ -271,6 +297,7 @@ SPECS = {
         "memory_capacity_datasheet": 180e9,
         "interconnect_bandwidth": 900e9,
         "interconnect": "NVLink 5",
+        "interconnect_topology": "switch",
         "link_latency": 1e-6,
         "tdp": 1000,
         "sources": {
@@ -292,6 +319,7 @@ SPECS = {
             "interconnect_bandwidth": "NVIDIA HGX B200 datasheet (2024): NVLink 5 1.8 TB/s "
                                       "per GPU (bidirectional total, 18 links); divided by "
                                       "2 for per-direction = 900 GB/s",
+            "interconnect_topology": _NVSWITCH_SRC,
             "link_latency": _NVLINK_LATENCY_SRC,
             "tdp": "NVIDIA HGX B200 (2024): up to 1,000 W per GPU (MLPerf system notes: "
                    "'B200 TGP 1000W')",
@@ -310,6 +338,9 @@ SPECS = {
         "memory_capacity_datasheet": 192e9,
         "interconnect_bandwidth": 448e9,
         "interconnect": "Infinity Fabric (xGMI), 7 links",
+        "interconnect_topology": "mesh",
+        "interconnect_links": 7,
+        "interconnect_max_gpus": 8,
         "link_latency": 1e-6,
         "tdp": 750,
         "sources": {
@@ -326,6 +357,10 @@ SPECS = {
                                       "Fabric links of 128 GB/s peak each, bidirectional "
                                       "(896 GB/s aggregate peer-to-peer); per direction "
                                       "7 x 64 = 448 GB/s (divided by 2)",
+            "interconnect_topology": "AMD Instinct MI300X platform (8 OAM modules on a UBB): the "
+                                     "7 xGMI links of each GPU go one to each of the other 7, a "
+                                     "fully connected point-to-point mesh without a switch; a "
+                                     "pair shares one 64 GB/s link, a group of N uses N-1",
             "link_latency": "Not a datasheet figure: order-of-magnitude (~1 us) assumption "
                             "for GPU-to-GPU peer latency over xGMI, as for NVLink",
             "tdp": "AMD Instinct MI300X datasheet (2023): 750 W peak board power",
@@ -404,6 +439,8 @@ SPECS = {
         "memory_capacity_datasheet": 16e9,
         "interconnect_bandwidth": 200e9,
         "interconnect": "ICI, 4 ports per chip, 2D torus",
+        "interconnect_topology": "torus",
+        "interconnect_links": 4,
         "link_latency": 1e-6,
         "tdp": None,
         "sources": {
@@ -420,6 +457,10 @@ SPECS = {
                                       "'Interchip Interconnect BW 1600 Gbps' = 200 GB/s, "
                                       "the same figure one way); divided by 2 for "
                                       "per-direction = 200 GB/s, summed over 4 ICI ports",
+            "interconnect_topology": "Google Cloud TPU docs, 'TPU v5e': chips of a slice are "
+                                     "joined in a 2D torus, 4 ICI ports per chip (+x, -x, +y, -y); "
+                                     "a ring along one dimension sends on two of them, 100 of the "
+                                     "200 GB/s per direction",
             "link_latency": "Not published by Google: order-of-magnitude (~1 us) "
                             "assumption for one ICI hop including software overhead",
             "tdp": "Google publishes no per-chip TDP for TPU v5e, so None",
