@@ -18,7 +18,8 @@
   hop. ``s.interconnect`` says which link the ring used and how much of it.
 * Precisions follow TensorRT-LLM's defaults: ``precision="int8"`` (W8A8) runs the weight
   matmuls at the int8 peak while attention's matmuls and the KV cache stay fp16
-  (``attention_precision``, ``kv_precision`` change that).
+  (``attention_precision``, ``kv_precision`` change that); only the matmuls' inputs are int8,
+  so activations (and the AllReduce payload) are stored and counted in fp16.
 * A model with a sliding window (Mistral-7B) attends to, and caches, the last W tokens only.
 
 Each step is a roofline, max(t_compute, t_memory) (+ t_comm), with the same explicit knobs as
@@ -183,7 +184,7 @@ def serve(model, hardware, prompt_tokens=2048, output_tokens=128, batch_size=1, 
     B = _positive_int(batch_size, "batch_size")
     tp = _positive_int(tp, "tp")
     prec = precisions(hardware, precision, weight_precision, activation_precision, kv_precision,
-                      attention_precision)
+                      attention_precision, model=model)
     knobs = Knobs.make(compute_efficiency, memory_efficiency, overhead_per_kernel)
     bw_, ba_, bkv_ = prec.bytes
     peak = hardware.peak_flops_si(prec.compute) * knobs.compute_efficiency

@@ -244,3 +244,15 @@ def test_every_scale_up_link_names_its_topology_with_a_source():
             assert spec["sources"].get("interconnect_topology"), key
             if spec["interconnect_topology"] in ("mesh", "torus"):
                 assert spec.get("interconnect_links"), key
+
+
+def test_w8a8_stores_an_llms_activations_in_16_bits_and_says_so():
+    """SmoothQuant / TensorRT-LLM quantize only the weight matmuls' inputs: the residual stream,
+    the matmul outputs and the AllReduce payload stay fp16. A CNN's int8 engine stores int8."""
+    fp16 = serve(Models.Llama3_8B, Hardware.H100, batch_size=8, tp=2)
+    w8a8 = serve(Models.Llama3_8B, Hardware.H100, batch_size=8, tp=2, precision="int8")
+    assert w8a8.precisions.bytes == (1.0, 2.0, 2.0)
+    assert w8a8.decode.t_comm_si == pytest.approx(fp16.decode.t_comm_si)       # same payload
+    assert w8a8.decode.bytes_breakdown["activations"].m == pytest.approx(fp16.decode.bytes_breakdown["activations"].m)
+    assert "activations stored in fp16" in w8a8.precisions.label() and "stored in fp16" in str(w8a8)
+    assert solve(Models.ResNet50, Hardware.A100, precision="int8").precisions.bytes[1] == 1.0
