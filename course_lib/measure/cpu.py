@@ -395,7 +395,10 @@ def measure_kernels(plan: Plan, caches, progress=None, deadline=None) -> dict:
     runs = {}
     for spec in kernel_specs(plan):
         fn = spec.make()
-        timing, calls = time_batched(fn, plan.kernel_target_s, repeats=plan.repeats, deadline=deadline)
+        # a kernel on DRAM-sized arrays streams hundreds of MB per call: 3 repeats are enough
+        # for its median, and more would double the measurement on a machine with a big cache
+        repeats = 3 if spec.nbytes_live >= 64 * MiB else plan.repeats
+        timing, calls = time_batched(fn, plan.kernel_target_s, repeats=repeats, deadline=deadline)
         threads = plan.threads if spec.threads == "BLAS" else 1
         runs[spec.key] = _run(spec, timing, calls, threads, caches)
         del fn
