@@ -12,6 +12,11 @@ also keeps its median and spread, and the **kernels** are placed at their median
   every thread on arrays of its own. For cache-sized arrays one numpy call re-reads them R
   times (``np.add.reduce`` over a stride-0 view: no Python overhead per pass); larger ones
   loop over ``np.add(acc, x, out=acc)``. ``plateaus.py`` turns the curve into L1/L2/L3/DRAM.
+  The sweep goes past 4x the last cache, where DRAM's plateau starts, on any cache size, as
+  far as a memory budget allows (half of what the OS says is available, a container's limit
+  or an address-space limit); where that is not far enough the roofline's memory ceiling is
+  the largest level reached, named as such. At L1 sizes numpy's loop, not the cache, sets the
+  pace: a hand-written kernel (likwid-bench) streams L1 several times faster.
 * **Kernels of known intensity** (``kernels.py``): dot, axpy, an elementwise add at three
   sizes, matmul at three sizes, timed as a student would run them.
 
@@ -440,8 +445,7 @@ def measure_cpu(quick=None, threads=None, progress=None) -> MeasuredHardware:
     (e.g. ``print``), or None.
 
     quick   -- fewer sizes and repeats (default: quick under nbgrader, see ``want_quick``)
-    threads -- threads for BLAS and the bandwidth sweep (default: the BLAS's own count,
-               capped by a container CPU quota)
+    threads -- threads for BLAS and the bandwidth sweep (default: ``system.THREAD_RULE``)
     """
     t_start = time.perf_counter()
     quick = want_quick(quick)
