@@ -366,6 +366,16 @@ def test_an_unresolved_dram_is_never_reported_as_dram():
     assert "L3 (DRAM not reached): 40 GB/s" in legend and not any(t.startswith("DRAM") for t in legend)
     assert any(t.get_text().startswith("L3 ridge") for t in ax.texts)
     assert ax.get_title() == "mine"                       # the title asked for, not the legend's
+    # a DRAM zone reached without a plateau and as fast as L3 is not called DRAM either
+    big = make_plan(True, 1, caches, budget=(8 * GiB, "test"))
+    sizes = np.array(sweep_sizes(big), dtype=float)
+    noisy = np.select([sizes <= 48 * KiB, sizes <= 2 * MiB, sizes <= 300 * MiB], [200e9, 100e9, 40e9], 40e9)
+    noisy[-1] *= 1.6                                           # one lucky point: no plateau in DRAM's zone
+    levels, _ = find_levels(sizes, noisy, caches, 1)
+    levels = {lv.name: lv for lv in levels}
+    assert levels["DRAM"].points and not levels["DRAM"].resolved
+    level, _, source = memory_ceiling(levels, sizes, noisy, big)
+    assert level == "L3" and "ran as fast as L3" in source
 
 
 @pytest.fixture(scope="module")

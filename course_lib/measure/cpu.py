@@ -35,7 +35,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from . import kernels as K
-from .plateaus import find_levels, zones
+from .plateaus import DISTINCT, find_levels, zones
 from .result import KernelRun, MeasuredHardware, SweepPoint
 from .system import (LARGEST_LLC, THREAD_RULE, GiB, KiB, MiB, cache_level_of, cache_sizes, choose_threads,
                      cpu_name, cpu_quota, fmt_bytes, limit_blas_threads, load_note, memory_budget,
@@ -419,14 +419,20 @@ def memory_ceiling(levels: dict, sizes, bws, plan: Plan) -> tuple[str, float, st
     still: bounds for data in DRAM come out optimistic); else the largest working sets. Never
     a cache's figure called DRAM."""
     dram = levels["DRAM"]
-    if dram.points:
+    reached = [lv for name, lv in levels.items() if name != "DRAM" and lv.resolved]
+    why = plan.note or dram.note
+    # an unresolved DRAM zone no slower than the last cache is not trusted as DRAM
+    cache_speed = (not dram.resolved and dram.points and reached
+                   and dram.bandwidth * DISTINCT >= reached[-1].bandwidth)
+    if dram.points and not cache_speed:
         what = ("the DRAM plateau of the sweep" if dram.resolved else
                 f"the sweep's DRAM zone, which it reached without a clean plateau ({dram.note})")
         return "DRAM", dram.bandwidth, (
             f"measured: {what}, median over its {dram.points} working sets "
             f"({fmt_bytes(dram.low)}..{fmt_bytes(dram.high)} per thread) of each one's fastest repeat")
-    why = plan.note or dram.note
-    reached = [lv for name, lv in levels.items() if name != "DRAM" and lv.resolved]
+    if cache_speed:
+        why = (f"its zone, without a clean plateau, ran as fast as {reached[-1].name} "
+               f"({dram.bandwidth / 1e9:.1f} vs {reached[-1].bandwidth / 1e9:.1f} GB/s)")
     if reached:
         lv = reached[-1]
         return lv.name, lv.bandwidth, (
