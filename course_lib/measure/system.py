@@ -319,7 +319,7 @@ def memory_budget(fraction: float = 0.5) -> tuple[float, str]:
     reach DRAM stops short and says so.
 
     >>> budget, why = memory_budget()
-    >>> budget > 0 and "memory" in why
+    >>> budget > 0 and ("free" in why or "reports neither" in why)
     True
     """
     found = [(b, src) for b, src in (_mem_available(), _cgroup_headroom(), _address_space_headroom())
