@@ -574,3 +574,18 @@ def test_the_cli_gpu_path_on_a_stand_in(monkeypatch, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "Fake GPU (measured)" in out and "ridge point fp16" in out
     assert (tmp_path / "gpu_roofline.png").stat().st_size > 0 and (tmp_path / "gpu_sweep.png").exists()
+
+
+def test_the_kernels_labels_on_the_hierarchical_roofline_do_not_overlap():
+    import matplotlib
+    matplotlib.use("Agg")
+    from course_lib.measure.result import KernelRun
+    hw = example()
+    for n in (1024, 2048, 4096):                      # three adds at one intensity and nearly one speed
+        hw.runs[f"add_{n}"] = KernelRun(f"add_{n}", f"add, n={n}", "np.add", "fp64", 1, n, 24 * n,
+                                        Timing((n * 1e-9,) * 3), 1, 24 * n, "L1")
+    fig, ax = hw.plot()
+    renderer = fig.canvas.get_renderer()
+    boxes = [a.get_window_extent(renderer) for a in ax.texts if a.get_text().startswith(("add", "dot"))]
+    assert len(boxes) == 4
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])

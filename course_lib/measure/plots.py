@@ -111,19 +111,16 @@ def _label_kernels(ax, runs, unit):
     placed = []
     for r in runs:
         y = r.achieved_flops / unit
-        dy = -3
-        for _ in range(12):
-            text = ax.annotate(r.name, (r.intensity, y), textcoords="offset points", xytext=(6, dy), fontsize=7)
+        for attempt in range(12):
+            text = ax.annotate(r.name, (r.intensity, y), textcoords="offset points",
+                               xytext=(6, -3 - 9 * attempt), fontsize=7)
             if renderer is None:
                 break
             box = text.get_window_extent(renderer)
-            if not any(box.overlaps(b) for b in placed):
+            if attempt == 11 or not any(box.overlaps(b) for b in placed):
                 placed.append(box)
                 break
             text.remove()
-            dy -= 9
-        else:
-            placed.append(box)
 
 
 def plot_sweep(hw, ax=None, title=None):
