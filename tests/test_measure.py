@@ -296,11 +296,10 @@ def test_quick_mode_under_nbgrader_and_by_request(monkeypatch):
 
 def test_the_full_plan_reaches_dram_and_stays_small():
     caches = system.cache_sizes()
-    budget, _ = system.memory_budget()
     for quick in (False, True):
         plan = make_plan(quick, 2, caches)
         sizes = sweep_sizes(plan)
-        assert sizes[0] >= 8 * KiB and sizes[-1] * plan.threads <= plan.max_total <= max(budget, 256 * MiB)
+        assert sizes[0] >= 8 * KiB and sizes[-1] * plan.threads <= plan.max_total <= max(plan.memory_budget, 256 * MiB)
         assert all(b > a for a, b in zip(sizes, sizes[1:]))
         if plan.dram_low and plan.dram_reachable:            # 2 sizes in DRAM's zone, on this machine too
             assert sum(s >= plan.dram_low for s in sizes) >= 2
