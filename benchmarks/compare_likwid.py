@@ -47,7 +47,8 @@ def zone_sizes(caches, threads):
         elif lv == "DRAM":
             out[lv] = 1.5 * lo                        # 6x the last cache
         else:
-            out[lv] = (lo * hi) ** 0.5                # the zone's middle (log scale)
+            # the zone's middle (log scale), at most twice its start: a short reference run
+            out[lv] = min((lo * hi) ** 0.5, 2 * lo)
     return {lv: int(s // 1024 * 1024) for lv, s in out.items()}
 
 
@@ -60,11 +61,13 @@ def likwid_tests():
     return pick("peakflops"), pick("daxpy")
 
 
-def likwid(test, size_bytes, threads, traffic=3e8, repeats=5):
+def likwid(test, size_bytes, threads, traffic=5e7, repeats=10):
     """(MFlops/s, MByte/s) of likwid-bench's `test` on `size_bytes` in all: the fastest of
-    `repeats` short runs, as this_machine() takes the fastest repeat (on a shared machine a
-    long run measures the other programs' share of the CPU as much as the machine)."""
-    iters = max(10, int(traffic / size_bytes))
+    `repeats` short runs (about `traffic` bytes each, a millisecond or so), as this_machine()
+    takes the fastest of short repeats: on a shared machine a run longer than the scheduler's
+    slice measures the other programs' share of the CPU as much as the machine. (A DRAM-sized
+    working set cannot be streamed that quickly: there likwid's figure is a lower bound.)"""
+    iters = max(1, int(traffic / size_bytes))
     cmd = ["likwid-bench", "-t", test, "-W", f"N:{size_bytes // 1024}kB:{threads}", "-i", str(iters)]
     best = (0.0, 0.0)
     for _ in range(repeats):
@@ -77,9 +80,9 @@ def likwid(test, size_bytes, threads, traffic=3e8, repeats=5):
 
 def round_likwid(tests, sizes, threads):
     peak_test, daxpy_test = tests
-    fig = {"peak fp64": likwid(peak_test, 32 * 1024 * threads, threads, traffic=1e9)[0]}
+    fig = {"peak fp64": likwid(peak_test, 32 * 1024 * threads, threads)[0]}
     for lv, size in sizes.items():
-        fig[lv] = likwid(daxpy_test, size * threads, threads)[1]
+        fig[lv] = likwid(daxpy_test, size * threads, threads, repeats=3 if lv == "DRAM" else 10)[1]
     return fig
 
 
