@@ -5,9 +5,12 @@
     python benchmarks/measure_bench.py --quick 5  # 5 quick ones (what nbgrader runs)
     python benchmarks/measure_bench.py --threads 1
 
-Prints each run's wall time, then the median and spread of the wall time and of every figure
-(peaks, level bandwidths, ridge points), and whether the classifications notebook 05 grades
-came out the same every time. It asserts nothing: compare figures within one run of it.
+Prints each run's wall time, threads and memory ceiling, then the median and spread of the wall
+time and of every figure (peaks, level bandwidths, ridge points) against issue 17's target
+(spread <= 15% over 5 back-to-back runs on a quiet machine for the peaks, L3 and DRAM), whether
+the thread count stayed the same, and whether the classifications notebook 05 grades came out
+the same every time. It asserts nothing: compare figures within one run of it. The 1-minute
+load average is printed with it: on a busy machine no spread target can hold.
 """
 from __future__ import annotations
 
@@ -33,7 +36,9 @@ def main(argv=None):
     from course_lib.measure import this_machine
     from course_lib.models import dot, matmul
 
-    rows, walls, graded = {}, [], []
+    import os
+
+    rows, walls, graded, threads, ceilings = {}, [], [], [], []
     for i in range(args.runs):
         t0 = time.perf_counter()
         hw = this_machine(quick=args.quick, threads=args.threads, refresh=True)
@@ -52,14 +57,21 @@ def main(argv=None):
                        hw.level_of(16 * 1024), hw.level_of(2**30),
                        "A100" if Hardware.A100.ridge_point_si("fp16") > hw.ridge_point_si("fp32") else "this machine"))
         unresolved = [n for n, lv in hw.levels.items() if not lv.resolved]
+        threads.append(hw.threads)
+        ceilings.append(hw.memory_label)
         print(f"run {i + 1}: {walls[-1]:.1f} s wall ({hw.wall_time_s:.1f} s inside), {hw.setup['mode']}, "
-              f"{hw.threads} thread(s); not resolved: {', '.join(unresolved) or 'none'}")
+              f"{hw.threads} thread(s); memory ceiling {hw.memory_label}; not resolved: "
+              f"{', '.join(unresolved) or 'none'}; load average {os.getloadavg()[0]:.1f}", flush=True)
 
     print(f"\nmeasurement wall time: median {statistics.median(walls):.1f} s, min {min(walls):.1f}, "
           f"max {max(walls):.1f}, spread {spread(walls):.0%}  (target <= 20 s for a full run)")
-    print(f"\n{'figure':42s} {'median':>10s} {'min':>10s} {'max':>10s} {'spread':>7s}  runs")
+    print(f"\n{'figure':42s} {'median':>10s} {'min':>10s} {'max':>10s} {'spread':>7s}  runs  target")
     for k, v in rows.items():
-        print(f"{k:42s} {statistics.median(v):10.4g} {min(v):10.4g} {max(v):10.4g} {spread(v):7.0%}  {len(v)}")
+        targeted = k.startswith(("peak", "L3 ", "DRAM bandwidth"))
+        verdict = f"<= 15%: {'yes' if spread(v) <= 0.15 else 'NO'}" if targeted else ""
+        print(f"{k:42s} {statistics.median(v):10.4g} {min(v):10.4g} {max(v):10.4g} {spread(v):7.0%}  {len(v):4d}  {verdict}")
+    print(f"\nthreads per run: {threads} ({'the same every run' if len(set(threads)) == 1 else 'CHANGED'}); "
+          f"memory ceiling per run: {sorted(set(ceilings))}")
     same = all(g == graded[0] for g in graded)
     print(f"\ngraded classifications (dot, matmul 1024, 16 KiB, 1 GiB, higher ridge): {graded[0]}; "
           f"{'the same in every run' if same else 'NOT THE SAME: ' + repr(graded)}")

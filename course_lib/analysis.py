@@ -45,7 +45,7 @@ def crossover_batch(model, hardware, precision="fp16", *, weight_precision=None,
     """
     model, hardware = resolve(model, hardware)
     prec = precisions(hardware, precision, weight_precision, activation_precision, kv_precision,
-                      attention_precision)
+                      attention_precision, model=model)
     knobs = Knobs.make(compute_efficiency, memory_efficiency)
     if context_tokens is not None:
         check_batch(context_tokens, "context_tokens")
@@ -95,7 +95,7 @@ def max_batch_size(model, hardware, context_tokens, precision="fp16", *, weight_
         raise CourseError(f"{hardware.name} has no memory capacity in the zoo.")
     context = _positive_int(context_tokens, "context_tokens")
     tp = _positive_int(tp, "tp")
-    prec = precisions(hardware, precision, weight_precision, None, kv_precision)
+    prec = precisions(hardware, precision, weight_precision, None, kv_precision, model=model)
     cached = model.attended_tokens(context)          # a sliding window caches at most W tokens
     kv_seq = cached * model.kv_elements_per_token() * prec.bytes[2] * _kv_shard(model, tp)
     room = hardware.memory_capacity_si - model.weight_bytes(prec.weights) / tp
@@ -120,7 +120,7 @@ def intensity_limit(model, precision="fp16", *, weight_precision=None, activatio
     from .units import Q_
 
     model, hardware = resolve(model, hardware or Hardware.A100)
-    prec = precisions(hardware, precision, weight_precision, activation_precision, kv_precision)
+    prec = precisions(hardware, precision, weight_precision, activation_precision, kv_precision, model=model)
     if context_tokens is not None:
         check_batch(context_tokens, "context_tokens")
     s = _sums(model.layer_table(context_tokens))

@@ -64,7 +64,8 @@ class Hardware(metaclass=ZooMeta):
 
     def _init(self, *, name, peaks, bandwidth, capacity, link_bandwidth, link_latency,
               tdp, year, vendor, sources, key, interconnect=None, capacity_datasheet=None,
-              link_max_gpus=None, fallback_link=None, fallback_link_bandwidth=None):
+              link_max_gpus=None, fallback_link=None, fallback_link_bandwidth=None,
+              link_topology=None, link_count=None):
         for p, v in peaks.items():
             if not v > 0:
                 raise ValueError(f"peak_flops[{p!r}] must be positive, got {v}.")
@@ -91,6 +92,9 @@ class Hardware(metaclass=ZooMeta):
         self.interconnect_max_gpus = link_max_gpus
         self.fallback_interconnect = fallback_link
         self.fallback_interconnect_bandwidth_si = fallback_link_bandwidth
+        # how much of the link bandwidth one AllReduce can use (course_lib.topology)
+        self.interconnect_topology = link_topology or "switch"
+        self.interconnect_links = link_count
 
     @classmethod
     def _from_spec(cls, key, spec, assumptions=None):
@@ -114,6 +118,7 @@ class Hardware(metaclass=ZooMeta):
             link_max_gpus=spec.get("interconnect_max_gpus"),
             fallback_link=spec.get("fallback_interconnect"),
             fallback_link_bandwidth=spec.get("fallback_interconnect_bandwidth"),
+            link_topology=spec.get("interconnect_topology"), link_count=spec.get("interconnect_links"),
         )
         return hw
 
@@ -212,7 +217,9 @@ class Hardware(metaclass=ZooMeta):
             link = f"  interconnect     {self.interconnect_bandwidth_si / 1e9:.0f} GB/s per direction"
             if self.interconnect:
                 link += f", {self.interconnect}"
-            if self.interconnect_max_gpus:
+            if self.interconnect_topology != "switch":
+                link += f" ({self.interconnect_topology})"
+            if self.interconnect_max_gpus and self.fallback_interconnect:
                 link += (f"; beyond {self.interconnect_max_gpus} GPUs {self.fallback_interconnect}, "
                          f"{self.fallback_interconnect_bandwidth_si / 1e9:.0f} GB/s per direction")
             lines.append(link)

@@ -13,9 +13,11 @@ Conventions (read these before using a number):
   bandwidth is lower (see ``measurements.py``).
 * ``memory_capacity`` is in bytes and **binary**: memory is built from binary-sized dies,
   so a datasheet's "80 GB" of HBM is 80 GiB (nvidia-smi shows 81,920 MiB on an A100
-  80GB). Where nvidia-smi's ``memory.total`` is known it is used (the H100 SXM shows
-  81,559 MiB: the driver keeps a little); otherwise the datasheet figure read in GiB. The
-  source says which. Bandwidths stay decimal (TB/s = 10¹² B/s), as datasheets mean them.
+  80GB). Where nvidia-smi's ``memory.total`` is known from a public capture it is used, as
+  the driver reports it (the H100 SXM shows 81,559 MiB: the driver keeps a little; GDDR6
+  cards with ECC on, the data-centre default, lose 1/16 to the ECC bits: a "16 GB" T4 shows
+  15,360 MiB); otherwise the datasheet figure read in GiB. The source says which and where
+  the capture is. Bandwidths stay decimal (TB/s = 10¹² B/s), as datasheets mean them.
 * ``memory_capacity_datasheet`` is the datasheet's "GB" figure read as decimal bytes: what
   a reader who takes GB = 10⁹ B would use. Only ``course_lib.sensitivity`` (capacities
   "decimal") and the tests read it.
@@ -29,11 +31,21 @@ Conventions (read these before using a number):
 * ``interconnect_max_gpus``: how many GPUs the scale-up link joins, where it is fewer than a
   server holds (the H100 PCIe's NVLink bridge joins pairs); beyond it they talk over
   ``fallback_interconnect`` at ``fallback_interconnect_bandwidth`` (per direction).
+* ``interconnect_topology`` says how much of ``interconnect_bandwidth`` one tensor-parallel
+  AllReduce can use (``course_lib.topology``): "switch" (every link goes to a switch, so any
+  group uses them all: NVSwitch), "bridge" (a pair joined by its bridge), "mesh" (point to
+  point, fully connected: each pair shares one of ``interconnect_links`` links, so a group of
+  N uses N-1 of them) and "torus" (``interconnect_links`` ports; a ring along one dimension
+  uses two). Absent means "switch".
 
 Standard library only: ``hardware.py`` turns these dicts into ``Hardware`` objects.
 """
 
 MiB, GiB = 2**20, 2**30
+
+_NVSWITCH_SRC = ("NVIDIA HGX/DGX server documentation: every GPU's NVLinks go to the "
+                 "NVSwitch chips, so any group of GPUs talks at the full per-GPU NVLink "
+                 "bandwidth")
 
 _NVLINK_LATENCY_SRC = (
     "Not a datasheet figure: order of magnitude (~1 us) of GPU-to-GPU peer latency as "
@@ -50,10 +62,11 @@ SPECS = {
         "year": 2018,  # the 32 GB SXM2 part; the 16 GB V100 launched in 2017
         "peak_flops": {"fp32": 15.7e12, "fp16": 125e12},
         "memory_bandwidth": 900e9,
-        "memory_capacity": 32 * GiB,
+        "memory_capacity": 32_510 * MiB,
         "memory_capacity_datasheet": 32e9,
         "interconnect_bandwidth": 150e9,
         "interconnect": "NVLink 2",
+        "interconnect_topology": "switch",
         "link_latency": 1e-6,
         "tdp": 300,
         "sources": {
@@ -62,13 +75,19 @@ SPECS = {
                           "multiply, fp32 accumulate; Volta has no sparsity, so this is "
                           "dense). Volta tensor cores have no bf16/int8 tensor modes.",
             "memory_bandwidth": "NVIDIA Tesla V100 GPU datasheet (2018): HBM2 900 GB/s",
-            "memory_capacity": "NVIDIA Tesla V100 GPU datasheet (2018): 32 GB HBM2 variant; HBM "
-                               "is built from binary-sized dies (4 stacks of 8 GiB), so 32 GB on "
-                               "the sheet is 32 GiB (binary reading; not checked against nvidia-"
-                               "smi)",
+            "memory_capacity": "NVIDIA Tesla V100 GPU datasheet (2018): 32 GB HBM2 variant, built "
+                               "from binary-sized dies (4 stacks of 8 GiB = 32 GiB); nvidia-smi "
+                               "reports memory.total = 32,510 MiB (32 GiB less what the driver "
+                               "keeps) on a 'Tesla V100-SXM2-32GB' in public captures (e.g. "
+                               "PaddlePaddle PLSC's benchmark notes, '8 NVIDIA Tesla V100 32G "
+                               "(32510MiB)'; the same total on V100-PCIE/V100S 32GB cards)",
             "interconnect_bandwidth": "NVIDIA Tesla V100 GPU datasheet (2018): NVLink "
                                       "300 GB/s (bidirectional total over 6 links); "
                                       "divided by 2 for per-direction = 150 GB/s",
+            "interconnect_topology": "Not modelled per server: the full 150 GB/s per direction "
+                                     "is what an NVSwitch server (DGX-2/HGX-2) gives any group; "
+                                     "on a DGX-1's hybrid cube-mesh a pair of GPUs shares only 1 "
+                                     "or 2 of the 6 links",
             "link_latency": _NVLINK_LATENCY_SRC,
             "tdp": "NVIDIA Tesla V100 GPU datasheet (2018), SXM2: max power 300 W",
         },
@@ -86,6 +105,7 @@ SPECS = {
         "memory_capacity_datasheet": 80e9,
         "interconnect_bandwidth": 300e9,
         "interconnect": "NVLink 3",
+        "interconnect_topology": "switch",
         "link_latency": 1e-6,
         "tdp": 400,
         "sources": {
@@ -98,10 +118,12 @@ SPECS = {
                                 "SXM: HBM2e 2,039 GB/s",
             "memory_capacity": "NVIDIA A100 Tensor Core GPU datasheet (2021): 80 GB HBM2e, which "
                                "is binary: nvidia-smi reports memory.total = 81,920 MiB (80 GiB ="
-                               " 85.9e9 bytes) on an A100 SXM 80GB",
+                               " 85.9e9 bytes) on an 'NVIDIA A100-SXM4-80GB' in public captures "
+                               "(cloud A100 80GB instances)",
             "interconnect_bandwidth": "NVIDIA A100 datasheet (2021): NVLink 600 GB/s "
                                       "(bidirectional total, 12 links); divided by 2 for "
                                       "per-direction = 300 GB/s",
+            "interconnect_topology": _NVSWITCH_SRC,
             "link_latency": _NVLINK_LATENCY_SRC,
             "tdp": "NVIDIA A100 Tensor Core GPU datasheet (2021), SXM: max TDP 400 W",
         },
@@ -118,6 +140,7 @@ SPECS = {
         "memory_capacity_datasheet": 40e9,
         "interconnect_bandwidth": 300e9,
         "interconnect": "NVLink 3",
+        "interconnect_topology": "switch",
         "link_latency": 1e-6,
         "tdp": 400,
         "sources": {
@@ -129,10 +152,12 @@ SPECS = {
                                 "HBM2 1,555 GB/s",
             "memory_capacity": "NVIDIA A100 Tensor Core GPU datasheet (2021): 40 GB HBM2, which "
                                "is binary: nvidia-smi reports memory.total = 40,960 MiB (40 GiB) "
-                               "on an A100 40GB",
+                               "on an 'NVIDIA A100-SXM4-40GB' in public captures (cloud A100 40GB "
+                               "instances)",
             "interconnect_bandwidth": "NVIDIA A100 datasheet (2021): NVLink 600 GB/s "
                                       "bidirectional total; divided by 2 for "
                                       "per-direction = 300 GB/s",
+            "interconnect_topology": _NVSWITCH_SRC,
             "link_latency": _NVLINK_LATENCY_SRC,
             "tdp": "NVIDIA A100 Tensor Core GPU datasheet (2021), SXM: max TDP 400 W",
         },
@@ -150,6 +175,7 @@ SPECS = {
         "memory_capacity_datasheet": 80e9,
         "interconnect_bandwidth": 450e9,
         "interconnect": "NVLink 4",
+        "interconnect_topology": "switch",
         "link_latency": 1e-6,
         "tdp": 700,
         "sources": {
@@ -169,6 +195,7 @@ SPECS = {
             "interconnect_bandwidth": "NVIDIA H100 datasheet (2023), SXM: NVLink 900 GB/s "
                                       "(bidirectional total, 18 links); divided by 2 for "
                                       "per-direction = 450 GB/s",
+            "interconnect_topology": _NVSWITCH_SRC,
             "link_latency": _NVLINK_LATENCY_SRC,
             "tdp": "NVIDIA H100 Tensor Core GPU datasheet (2023), SXM: max TDP up to 700 W "
                    "(configurable)",
@@ -182,10 +209,11 @@ SPECS = {
         "peak_flops": {"fp32": 51.2e12, "tf32": 378e12, "fp16": 756e12, "bf16": 756e12,
                        "fp8": 1513e12, "int8": 1513e12},
         "memory_bandwidth": 2.0e12,
-        "memory_capacity": 80 * GiB,
+        "memory_capacity": 81_559 * MiB,
         "memory_capacity_datasheet": 80e9,
         "interconnect_bandwidth": 300e9,
         "interconnect": "NVLink 4 bridge",
+        "interconnect_topology": "bridge",
         "interconnect_max_gpus": 2,
         "fallback_interconnect": "PCIe Gen5 x16",
         "fallback_interconnect_bandwidth": 64e9,
@@ -200,8 +228,10 @@ SPECS = {
             "memory_bandwidth": "NVIDIA H100 Tensor Core GPU datasheet (2023), PCIe "
                                 "column: 2 TB/s (HBM2e)",
             "memory_capacity": "NVIDIA H100 Tensor Core GPU datasheet (2023), PCIe: 80 GB HBM2e, "
-                               "read as binary (80 GiB) like every HBM figure (not checked "
-                               "against nvidia-smi; the SXM part reports 81,559 MiB)",
+                               "binary-sized (80 GiB of dies); nvidia-smi reports memory.total = "
+                               "81,559 MiB on an 'NVIDIA H100 PCIe' in public captures (cloud "
+                               "H100 PCIe instances, driver 535-570), the same total as the SXM "
+                               "part",
             "interconnect_bandwidth": "NVIDIA H100 datasheet (2023), PCIe: NVLink bridge "
                                       "600 GB/s (bidirectional total); divided by 2 for "
                                       "per-direction = 300 GB/s. Without a bridge the card "
@@ -212,6 +242,8 @@ SPECS = {
             "fallback_interconnect_bandwidth": "NVIDIA H100 datasheet (2023), PCIe: PCIe Gen5 "
                                                "128 GB/s (bidirectional total); per "
                                                "direction 64 GB/s (x16 at 32 GT/s)",
+            "interconnect_topology": "NVIDIA H100 PCIe documentation: the NVLink bridge joins "
+                                     "two cards directly, all its links between that pair",
             "link_latency": _NVLINK_LATENCY_SRC,
             "tdp": "NVIDIA H100 Tensor Core GPU datasheet (2023), PCIe: max TDP 300-350 W "
                    "(configurable); upper end used",
@@ -229,6 +261,7 @@ SPECS = {
         "memory_capacity_datasheet": 141e9,
         "interconnect_bandwidth": 450e9,
         "interconnect": "NVLink 4",
+        "interconnect_topology": "switch",
         "link_latency": 1e-6,
         "tdp": 700,
         "sources": {
@@ -246,6 +279,7 @@ SPECS = {
             "interconnect_bandwidth": "NVIDIA H200 datasheet (2024), SXM: NVLink 900 GB/s "
                                       "bidirectional total; divided by 2 for "
                                       "per-direction = 450 GB/s",
+            "interconnect_topology": _NVSWITCH_SRC,
             "link_latency": _NVLINK_LATENCY_SRC,
             "tdp": "NVIDIA H200 Tensor Core GPU datasheet (2024), SXM: max TDP up to 700 W",
         },
@@ -259,10 +293,11 @@ SPECS = {
         "peak_flops": {"fp32": 75e12, "tf32": 1.1e15, "fp16": 2.25e15, "bf16": 2.25e15,
                        "fp8": 4.5e15, "int8": 4.5e15, "fp4": 9e15},
         "memory_bandwidth": 8e12,
-        "memory_capacity": 180 * GiB,
+        "memory_capacity": 183_359 * MiB,
         "memory_capacity_datasheet": 180e9,
         "interconnect_bandwidth": 900e9,
         "interconnect": "NVLink 5",
+        "interconnect_topology": "switch",
         "link_latency": 1e-6,
         "tdp": 1000,
         "sources": {
@@ -276,12 +311,15 @@ SPECS = {
                                 "(64 TB/s per 8-GPU board / 8)",
             "memory_capacity": "NVIDIA DGX B200 datasheet (2024): 1,440 GB total GPU "
                                "memory / 8 GPUs = 180 GB usable per GPU (MLPerf system "
-                               "files also list 'B200-SXM-180GB'), read as binary (180 GiB) "
-                               "like every HBM figure; press material says 192 GB, the raw "
-                               "HBM stack size (8 x 24 GiB). Not checked against nvidia-smi.",
+                               "files also list 'B200-SXM-180GB'); nvidia-smi reports "
+                               "memory.total = 183,359 MiB (179.1 GiB) per 'NVIDIA B200' in "
+                               "public captures (Modal's GPU Glossary, 'What is nvidia-smi?', 8x "
+                               "B200 on driver 575.57.08). Press material says 192 GB, the raw "
+                               "HBM stack size (8 x 24 GiB).",
             "interconnect_bandwidth": "NVIDIA HGX B200 datasheet (2024): NVLink 5 1.8 TB/s "
                                       "per GPU (bidirectional total, 18 links); divided by "
                                       "2 for per-direction = 900 GB/s",
+            "interconnect_topology": _NVSWITCH_SRC,
             "link_latency": _NVLINK_LATENCY_SRC,
             "tdp": "NVIDIA HGX B200 (2024): up to 1,000 W per GPU (MLPerf system notes: "
                    "'B200 TGP 1000W')",
@@ -300,6 +338,9 @@ SPECS = {
         "memory_capacity_datasheet": 192e9,
         "interconnect_bandwidth": 448e9,
         "interconnect": "Infinity Fabric (xGMI), 7 links",
+        "interconnect_topology": "mesh",
+        "interconnect_links": 7,
+        "interconnect_max_gpus": 8,
         "link_latency": 1e-6,
         "tdp": 750,
         "sources": {
@@ -316,6 +357,10 @@ SPECS = {
                                       "Fabric links of 128 GB/s peak each, bidirectional "
                                       "(896 GB/s aggregate peer-to-peer); per direction "
                                       "7 x 64 = 448 GB/s (divided by 2)",
+            "interconnect_topology": "AMD Instinct MI300X platform (8 OAM modules on a UBB): the "
+                                     "7 xGMI links of each GPU go one to each of the other 7, a "
+                                     "fully connected point-to-point mesh without a switch; a "
+                                     "pair shares one 64 GB/s link, a group of N uses N-1",
             "link_latency": "Not a datasheet figure: order-of-magnitude (~1 us) assumption "
                             "for GPU-to-GPU peer latency over xGMI, as for NVLink",
             "tdp": "AMD Instinct MI300X datasheet (2023): 750 W peak board power",
@@ -330,7 +375,7 @@ SPECS = {
         "peak_flops": {"fp32": 30.3e12, "tf32": 60e12, "fp16": 121e12, "bf16": 121e12,
                        "fp8": 242.5e12, "int8": 242.5e12},
         "memory_bandwidth": 300e9,
-        "memory_capacity": 24 * GiB,
+        "memory_capacity": 23_034 * MiB,
         "memory_capacity_datasheet": 24e9,
         "interconnect_bandwidth": None,
         "interconnect": None,
@@ -342,9 +387,10 @@ SPECS = {
                           "242, FP8 485, INT8 485 TOPS); dense = half: 60, 121, 242.5, "
                           "242.5. The datasheet gives no int4 figure, so none is listed.",
             "memory_bandwidth": "NVIDIA L4 datasheet (2023): GDDR6 300 GB/s",
-            "memory_capacity": "NVIDIA L4 datasheet (2023): 24 GB GDDR6, read as binary (24 GiB; "
-                               "GDDR dies are binary-sized). With ECC enabled the driver reserves"
-                               " part of it.",
+            "memory_capacity": "NVIDIA L4 datasheet (2023): 24 GB GDDR6 = 24 GiB of binary-sized "
+                               "dies; with ECC on (the data-centre default) GDDR6 keeps 1/16 for "
+                               "the check bits, and nvidia-smi reports memory.total = 23,034 MiB "
+                               "on an 'NVIDIA L4' in public captures (Google Cloud G2 VMs)",
             "interconnect_bandwidth": "NVIDIA L4 datasheet (2023): no NVLink; PCIe Gen4 "
                                       "x16 only, so no scale-up link (None)",
             "link_latency": "No scale-up link (PCIe only), so None",
@@ -358,7 +404,7 @@ SPECS = {
         "year": 2018,
         "peak_flops": {"fp32": 8.1e12, "fp16": 65e12, "int8": 130e12, "int4": 260e12},
         "memory_bandwidth": 320e9,
-        "memory_capacity": 16 * GiB,
+        "memory_capacity": 15_360 * MiB,
         "memory_capacity_datasheet": 16e9,
         "interconnect_bandwidth": None,
         "interconnect": None,
@@ -370,9 +416,11 @@ SPECS = {
                           "TOPS, INT4 260 TOPS. Turing has no structured sparsity, so "
                           "these are dense. No bf16/tf32 on Turing.",
             "memory_bandwidth": "NVIDIA T4 datasheet (2019): GDDR6 320+ GB/s; 320 GB/s used",
-            "memory_capacity": "NVIDIA T4 datasheet (2019): 16 GB GDDR6, read as binary (16 GiB; "
-                               "GDDR dies are binary-sized). With ECC enabled (the data-centre "
-                               "default) nvidia-smi reports 15,360 MiB.",
+            "memory_capacity": "NVIDIA T4 datasheet (2019): 16 GB GDDR6 = 16 GiB of binary-sized "
+                               "dies; with ECC on (the data-centre default) GDDR6 keeps 1/16 for "
+                               "the check bits, and nvidia-smi reports memory.total = 15,360 MiB "
+                               "(15 GiB) on a 'Tesla T4' in public captures (Google Colab's T4 "
+                               "runtime, AWS g4dn)",
             "interconnect_bandwidth": "NVIDIA T4 datasheet (2019): PCIe Gen3 x16 only, no "
                                       "NVLink, so no scale-up link (None)",
             "link_latency": "No scale-up link (PCIe only), so None",
@@ -391,6 +439,8 @@ SPECS = {
         "memory_capacity_datasheet": 16e9,
         "interconnect_bandwidth": 200e9,
         "interconnect": "ICI, 4 ports per chip, 2D torus",
+        "interconnect_topology": "torus",
+        "interconnect_links": 4,
         "link_latency": 1e-6,
         "tdp": None,
         "sources": {
@@ -407,6 +457,10 @@ SPECS = {
                                       "'Interchip Interconnect BW 1600 Gbps' = 200 GB/s, "
                                       "the same figure one way); divided by 2 for "
                                       "per-direction = 200 GB/s, summed over 4 ICI ports",
+            "interconnect_topology": "Google Cloud TPU docs, 'TPU v5e': chips of a slice are "
+                                     "joined in a 2D torus, 4 ICI ports per chip (+x, -x, +y, -y); "
+                                     "a ring along one dimension sends on two of them, 100 of the "
+                                     "200 GB/s per direction",
             "link_latency": "Not published by Google: order-of-magnitude (~1 us) "
                             "assumption for one ICI hop including software overhead",
             "tdp": "Google publishes no per-chip TDP for TPU v5e, so None",

@@ -338,7 +338,7 @@ def solve(model, hardware, batch_size=1, precision="fp16", *, weight_precision=N
     """
     model, hardware = resolve(model, hardware)
     prec = precisions(hardware, precision, weight_precision, activation_precision, kv_precision,
-                      attention_precision)
+                      attention_precision, model=model)
     knobs = Knobs.make(compute_efficiency, memory_efficiency, overhead_per_kernel)
     batch, is_array = check_batch(batch_size)
     if context_tokens is not None:

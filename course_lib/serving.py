@@ -10,12 +10,16 @@
   too, which slightly flatters TP: norms and residual adds really run replicated; a KV head is
   never split, so with more GPUs than KV heads the cache is replicated) and each layer adds
   two ring AllReduces of the activations: 2(N−1)/N · bytes / link bandwidth + 2(N−1) · link
-  latency, reported as ``t_comm`` and not overlapped with compute. A link that joins fewer
-  GPUs than ``tp`` (the H100 PCIe's NVLink bridge joins pairs) leaves the ring on the chip's
-  fallback link (PCIe), the slowest hop; ``s.interconnect`` says which link the ring used.
+  latency, reported as ``t_comm`` and not overlapped with compute. The link bandwidth is the
+  share of the chip's links the topology lets one AllReduce use (``course_lib.topology``: all
+  of them through an NVSwitch; one link per other GPU on MI300X's point-to-point mesh; two
+  of a TPU v5e's four torus ports); a link that joins fewer GPUs than ``tp`` (the H100 PCIe's
+  NVLink bridge joins pairs) leaves the ring on the chip's fallback link (PCIe), the slowest
+  hop. ``s.interconnect`` says which link the ring used and how much of it.
 * Precisions follow TensorRT-LLM's defaults: ``precision="int8"`` (W8A8) runs the weight
   matmuls at the int8 peak while attention's matmuls and the KV cache stay fp16
-  (``attention_precision``, ``kv_precision`` change that).
+  (``attention_precision``, ``kv_precision`` change that); only the matmuls' inputs are int8,
+  so activations (and the AllReduce payload) are stored and counted in fp16.
 * A model with a sliding window (Mistral-7B) attends to, and caches, the last W tokens only.
 
 Each step is a roofline, max(t_compute, t_memory) (+ t_comm), with the same explicit knobs as
@@ -40,6 +44,7 @@ from .errors import CourseError
 from . import sensitivity
 from .roofline import _fmt_time, _sums, regime, traffic
 from .units import Q_, to_si
+from .topology import ring_link
 from .workloads import Knobs, check_batch, precisions, resolve
 
 
@@ -138,21 +143,11 @@ def _allreduce_time(nbytes, n, link_bandwidth, link_latency):
 
 
 def _link(hardware, tp):
-    """(name, bandwidth per direction) of the link a tensor-parallel ring over `tp` GPUs runs on."""
+    """(name, bandwidth per direction) of the link a tensor-parallel ring over `tp` GPUs runs
+    on: the share of the chip's links its topology lets one AllReduce use (course_lib.topology)."""
     if tp == 1:
         return None, 1.0
-    if not hardware.interconnect_bandwidth_si:
-        raise CourseError(f"{hardware.name} has no scale-up interconnect in the zoo; tensor "
-                          "parallelism needs one (tp must be 1 here).")
-    limit = hardware.interconnect_max_gpus
-    if limit is None or tp <= limit:
-        return hardware.interconnect or "scale-up link", hardware.interconnect_bandwidth_si
-    if not hardware.fallback_interconnect_bandwidth_si:
-        raise CourseError(f"{hardware.name}'s {hardware.interconnect} joins {limit} GPUs and the zoo "
-                          f"knows no other link: tp must be at most {limit}.")
-    # the ring crosses the slower link: it sets the pace
-    return (f"{hardware.fallback_interconnect} (the {hardware.interconnect} joins only {limit} GPUs)",
-            hardware.fallback_interconnect_bandwidth_si)
+    return ring_link(hardware, tp)
 
 
 def _kv_shard(model, tp):
@@ -189,7 +184,7 @@ def serve(model, hardware, prompt_tokens=2048, output_tokens=128, batch_size=1, 
     B = _positive_int(batch_size, "batch_size")
     tp = _positive_int(tp, "tp")
     prec = precisions(hardware, precision, weight_precision, activation_precision, kv_precision,
-                      attention_precision)
+                      attention_precision, model=model)
     knobs = Knobs.make(compute_efficiency, memory_efficiency, overhead_per_kernel)
     bw_, ba_, bkv_ = prec.bytes
     peak = hardware.peak_flops_si(prec.compute) * knobs.compute_efficiency

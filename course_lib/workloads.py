@@ -67,6 +67,10 @@ class Precisions:
     attention    -- attention's own matmuls (Q·Kᵀ and P·V over the cached K, V)
     activation_scale -- a factor on activation bytes: 1, except inside
                     ``course_lib.sensitivity.perturb(activation_bytes=...)``
+    stored       -- the format activations are stored in between kernels, where it is not
+                    ``activations``: an LLM's W8A8 or fp8 (TensorRT-LLM, SmoothQuant) quantizes
+                    only the weight matmuls' inputs and keeps the residual stream, the matmul
+                    outputs and the AllReduce payload in 16 bits; activation bytes count this
     """
 
     weights: str
@@ -74,6 +78,7 @@ class Precisions:
     kv: str
     attention: str
     activation_scale: float = 1.0
+    stored: str | None = None
 
     @property
     def compute(self) -> str:
@@ -83,7 +88,8 @@ class Precisions:
 
     @property
     def bytes(self) -> tuple[float, float, float]:
-        return (bytes_per_element(self.weights), bytes_per_element(self.activations) * self.activation_scale,
+        return (bytes_per_element(self.weights),
+                bytes_per_element(self.stored or self.activations) * self.activation_scale,
                 bytes_per_element(self.kv))
 
     def label(self) -> str:
@@ -94,6 +100,8 @@ class Precisions:
             text = f"weights and activations {w}, attention and KV cache {k}"
         else:
             text = f"weights {w}, activations {a}, attention {t}, KV cache {k}"
+        if self.stored and self.stored != a:
+            text += f" (activations stored in {self.stored}; only the weight matmuls' inputs are {a})"
         if self.activation_scale != 1:
             text += f" (activation bytes x{self.activation_scale:g}: perturbed)"
         return text
@@ -113,10 +121,13 @@ def sixteen_bit(hardware, fmt: str) -> str:
 
 
 def precisions(hardware, precision, weight_precision=None, activation_precision=None,
-               kv_precision=None, attention_precision=None) -> Precisions:
+               kv_precision=None, attention_precision=None, model=None) -> Precisions:
     """`precision` is the default for weights and activations, and for the KV cache and
     attention when it is a 16-, 32- or 64-bit float; with an 8- or 4-bit `precision` (W8A8, fp8)
-    the KV cache and attention stay in 16 bits (``sixteen_bit``). The others override it."""
+    the KV cache and attention stay in 16 bits (``sixteen_bit``). The others override it.
+    For an LLM (`model` a Transformer) 8-bit activations are the weight matmuls' inputs only:
+    they are stored, and their bytes counted, in 16 bits (``Precisions.stored``), as
+    TensorRT-LLM runs W8A8 and fp8; a CNN's int8 engine stores them in int8."""
     p = normalize(precision)
     weights = normalize(weight_precision, "weight_precision") if weight_precision else p
     activations = normalize(activation_precision, "activation_precision") if activation_precision else p
@@ -127,6 +138,8 @@ def precisions(hardware, precision, weight_precision=None, activation_precision=
         kv=normalize(kv_precision, "kv_precision") if kv_precision else (p if p in WIDE_FLOATS else wide),
         attention=normalize(attention_precision, "attention_precision") if attention_precision else wide,
         activation_scale=float(sensitivity.current().activation_bytes),
+        stored=(wide if model is not None and hasattr(model, "prefill_table")
+                and activations not in WIDE_FLOATS else None),
     )
     if prec.activations in ("int4", "fp4") and prec.weights not in ("int4", "fp4"):
         raise PrecisionError(

@@ -192,3 +192,67 @@ def test_perturb_refuses_nonsense():
     with pytest.raises(ValueError):
         with perturb(capacity="metric"):
             pass
+
+
+# ---- interconnect topology: how much of a chip's links one AllReduce uses -----------------------
+def _comm_per_allreduce(hw, tp, nbytes):
+    from course_lib.serving import _allreduce_time
+    from course_lib.topology import ring_link
+    return _allreduce_time(nbytes, tp, ring_link(hw, tp)[1], hw.link_latency_si)
+
+
+@pytest.mark.parametrize("tp, links", [(2, 1), (4, 3), (8, 7)])
+def test_mi300x_is_a_point_to_point_mesh(tp, links):
+    """7 xGMI links of 64 GB/s, one to each other GPU: a pair shares one link, 4 GPUs use 3."""
+    from course_lib.topology import ring_link
+    hw = Hardware.MI300X
+    name, bw = ring_link(hw, tp)
+    assert bw == pytest.approx(links * 64e9) and "mesh" in name
+    s = serve(Models.Llama3_8B, hw, tp=tp)
+    c = Models.Llama3_8B.config
+    per_ar = 2 * (tp - 1) / tp * (c.d_model * 2) / (links * 64e9) + 2 * (tp - 1) * hw.link_latency_si
+    assert s.decode.t_comm_si == pytest.approx(2 * c.n_layers * per_ar)
+    assert f"{links} of 7 links" in s.interconnect
+    with pytest.raises(CourseError, match="at most 8"):
+        serve(Models.Llama3_8B, hw, tp=16)
+
+
+def test_a_tpu_v5e_ring_uses_two_of_its_four_torus_ports():
+    from course_lib.topology import ring_link
+    name, bw = ring_link(Hardware.TPUv5e, 4)
+    assert bw == pytest.approx(Hardware.TPUv5e.interconnect_bandwidth_si / 2) and "2 of 4 ports" in name
+
+
+def test_a_switch_gives_every_group_all_links_and_a_bridge_its_pair():
+    from course_lib.topology import ring_link
+    for tp in (2, 4, 8):
+        assert ring_link(Hardware.H100, tp)[1] == Hardware.H100.interconnect_bandwidth_si
+    assert ring_link(Hardware.H100_PCIe, 2)[1] == 300e9 and "bridge" in ring_link(Hardware.H100_PCIe, 2)[0]
+    assert ring_link(Hardware.H100_PCIe, 4)[1] == 64e9
+    # the same datasheet total on a mesh takes N-1 links' time share: a pair on MI300X is 7x slower
+    # than its 448 GB/s headline suggests, on an H100 SXM not at all
+    big = 2**26
+    assert _comm_per_allreduce(Hardware.MI300X, 2, big) > 6 * big / 448e9
+
+
+def test_every_scale_up_link_names_its_topology_with_a_source():
+    from course_lib.hardware_specs import SPECS
+    from course_lib.topology import TOPOLOGIES
+    for key, spec in SPECS.items():
+        if spec.get("interconnect_bandwidth"):
+            assert spec.get("interconnect_topology") in TOPOLOGIES, key
+            assert spec["sources"].get("interconnect_topology"), key
+            if spec["interconnect_topology"] in ("mesh", "torus"):
+                assert spec.get("interconnect_links"), key
+
+
+def test_w8a8_stores_an_llms_activations_in_16_bits_and_says_so():
+    """SmoothQuant / TensorRT-LLM quantize only the weight matmuls' inputs: the residual stream,
+    the matmul outputs and the AllReduce payload stay fp16. A CNN's int8 engine stores int8."""
+    fp16 = serve(Models.Llama3_8B, Hardware.H100, batch_size=8, tp=2)
+    w8a8 = serve(Models.Llama3_8B, Hardware.H100, batch_size=8, tp=2, precision="int8")
+    assert w8a8.precisions.bytes == (1.0, 2.0, 2.0)
+    assert w8a8.decode.t_comm_si == pytest.approx(fp16.decode.t_comm_si)       # same payload
+    assert w8a8.decode.bytes_breakdown["activations"].m == pytest.approx(fp16.decode.bytes_breakdown["activations"].m)
+    assert "activations stored in fp16" in w8a8.precisions.label() and "stored in fp16" in str(w8a8)
+    assert solve(Models.ResNet50, Hardware.A100, precision="int8").precisions.bytes[1] == 1.0

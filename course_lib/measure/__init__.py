@@ -43,8 +43,9 @@ def this_machine(quick=None, refresh: bool = False, threads=None, progress=None)
     quick    -- a shorter measurement (fewer sizes and repeats). Default: quick when nbgrader
                 runs the notebook ($NBGRADER_EXECUTION) or $COURSE_LIB_MEASURE=quick, else full.
     refresh  -- measure again instead of returning this process's earlier measurement
-    threads  -- threads for BLAS and the bandwidth sweep (default: the BLAS's own count,
-                capped by a container's CPU quota)
+    threads  -- threads for BLAS and the bandwidth sweep (default: ``system.THREAD_RULE``, the
+                BLAS's own count capped by the usable CPUs and a container's CPU quota; never
+                changed by the load, and printed in the report)
     progress -- a callable given one line per step (e.g. ``print``), or None
 
     >>> mine = this_machine(quick=True)

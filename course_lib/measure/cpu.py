@@ -12,6 +12,11 @@ also keeps its median and spread, and the **kernels** are placed at their median
   every thread on arrays of its own. For cache-sized arrays one numpy call re-reads them R
   times (``np.add.reduce`` over a stride-0 view: no Python overhead per pass); larger ones
   loop over ``np.add(acc, x, out=acc)``. ``plateaus.py`` turns the curve into L1/L2/L3/DRAM.
+  The sweep goes past 4x the last cache, where DRAM's plateau starts, on any cache size, as
+  far as a memory budget allows (half of what the OS says is available, a container's limit
+  or an address-space limit); where that is not far enough the roofline's memory ceiling is
+  the largest level reached, named as such. At L1 sizes numpy's loop, not the cache, sets the
+  pace: a hand-written kernel (likwid-bench) streams L1 several times faster.
 * **Kernels of known intensity** (``kernels.py``): dot, axpy, an elementwise add at three
   sizes, matmul at three sizes, timed as a student would run them.
 
@@ -30,10 +35,10 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from . import kernels as K
-from .plateaus import find_levels
+from .plateaus import DISTINCT, find_levels, zones
 from .result import KernelRun, MeasuredHardware, SweepPoint
-from .system import (GiB, KiB, MiB, cache_level_of, cache_sizes, can_limit_blas_threads,
-                     choose_threads, cpu_name, cpu_quota, fmt_bytes, limit_blas_threads,
+from .system import (LARGEST_LLC, THREAD_RULE, GiB, KiB, MiB, cache_level_of, cache_sizes, choose_threads,
+                     cpu_name, cpu_quota, fmt_bytes, limit_blas_threads, load_note, memory_budget,
                      physical_memory, usable_cpus)
 from .timing import Timing, time_batched, time_stable
 
@@ -41,6 +46,9 @@ BYTES_PER_PASS = 24          # acc += x in fp64: read x, read acc, write acc
 SKEW = 72                    # elements (576 bytes) between the two arrays' 4 KiB alignments
 WINDOW_MIN = 2**16           # elements (512 KiB of fp64) in one window of a "window" call
 REDUCE_MIN_PASSES = 16       # below this, the zero-fill of acc by np.add.reduce is > 2% of the traffic
+
+
+DRAM_POINTS = 2              # sweep sizes planned inside the DRAM zone (find_levels' min_points)
 
 
 @dataclass(frozen=True)
@@ -61,11 +69,17 @@ class Plan:
     vector_n: int                # elements per vector of the memory-bound kernels
     matmul_sizes: tuple
     budget_s: float              # past this, no extra rounds of repeats (a busy machine)
+    dram_low: float | None = None    # per thread: where the DRAM zone starts (4x the last cache)
+    memory_budget: float = float(GiB)    # bytes the sweep may allocate, all threads together
+    budget_source: str = ""
+    dram_reachable: bool = True
+    note: str = ""               # why DRAM is out of reach, when it is
 
     def describe(self) -> str:
         return (f"{'quick' if self.quick else 'full'} mode: {self.repeats} timed repeats after 1 warm-up; "
                 f"sweep {fmt_bytes(self.min_size)}..{fmt_bytes(self.max_total / self.threads)} per thread, "
-                f"{self.per_octave} size(s) per doubling")
+                f"{self.per_octave} size(s) per doubling; memory budget {fmt_bytes(self.memory_budget)} "
+                f"({self.budget_source})")
 
 
 def want_quick(quick=None) -> bool:
@@ -79,22 +93,46 @@ def want_quick(quick=None) -> bool:
     return os.environ.get("NBGRADER_EXECUTION", "") in ("autograde", "validate")
 
 
-def make_plan(quick: bool, threads: int, caches) -> Plan:
-    l3 = caches.size("L3") or caches.size("L2") or 32 * MiB
-    # DRAM needs a working set well beyond the last cache (4x), but stay far below a 4 GB
-    # address-space limit (the grading sandbox) and a small machine's RAM.
-    cap = 256 * MiB if quick else GiB
-    mem = physical_memory()
-    if mem:
-        cap = min(cap, int(mem / 8))
-    max_total = int(min(cap, max(256 * MiB, 4 * l3)))
+def make_plan(quick: bool, threads: int, caches, budget=None) -> Plan:
+    """The measurement's plan. The sweep reaches DRAM, ``DRAM_POINTS`` sizes past 4x the last
+    cache (per thread), in quick and full mode alike, whatever the cache's size, as long as that
+    fits `budget` = (bytes, source), default ``memory_budget()``; where it does not, the sweep
+    stops at the budget and the plan says why DRAM is out of reach."""
+    budget, budget_src = memory_budget() if budget is None else budget
+    per_octave = 2 if quick else 3
+    z = zones(caches, threads)
+    dram_low = z["DRAM"][0] if "DRAM" in z else None
+    note = ""
+    if dram_low is not None:
+        # the DRAM zone's points: dram_low, then one step of the sweep's grid after it
+        need = threads * dram_low * 2 ** ((DRAM_POINTS - 1) / per_octave) * 1.01
+        reachable = need <= budget
+        max_total = need if reachable else budget
+        if not reachable:
+            note = (f"reaching DRAM needs working sets of {fmt_bytes(need)} in all (4x the last cache per "
+                    f"thread, {DRAM_POINTS} sizes), more than the memory budget of {fmt_bytes(budget)} "
+                    f"({budget_src})")
+    else:
+        # no cache sizes: the plateaus come from the data; 1 GiB is past any last-level cache a core sees
+        max_total, reachable = min(float(GiB), budget), budget >= GiB
+        if not reachable:
+            note = f"the memory budget of {fmt_bytes(budget)} ({budget_src}) is below 1 GiB"
+    max_total = int(max(max_total, min(256 * MiB, budget)))
+    # the memory-bound kernels: at least 2^23 elements, and more than the last cache (one
+    # instance) in two arrays, so that they stream from DRAM; three arrays must fit the budget
+    llc = min(max([c.size for c in caches.caches] or [0]), LARGEST_LLC)    # as cache_level_of reads it
+    vector_n = 2**23
+    while 16 * vector_n <= llc and 24 * 2 * vector_n <= budget:
+        vector_n *= 2
+    while 24 * vector_n > budget and vector_n > 2**20:
+        vector_n //= 2
     return Plan(
         quick=quick, threads=threads,
         repeats=4 if quick else 7,
         # short timed calls: on a busy machine the OS preempts a process every few ms, and a
         # call that fits between preemptions measures the machine, not its other users
         sweep_target_s=0.001 if threads == 1 else 0.002,
-        per_octave=2 if quick else 3,
+        per_octave=per_octave,
         # below ~11 KiB the per-pass overhead of the reduce kernel (a few ns) shows
         min_size=11 * KiB + 256,
         max_total=max_total,
@@ -102,9 +140,11 @@ def make_plan(quick: bool, threads: int, caches) -> Plan:
         peak_min_n=512 if quick else 768,
         peak_max_n=2048 if quick else 4096,
         kernel_target_s=0.005 if quick else 0.01,
-        vector_n=max(2**20, max_total // 32),
+        vector_n=vector_n,
         matmul_sizes=(64, 256, 1024),
         budget_s=5.0 if quick else 15.0,
+        dram_low=dram_low, memory_budget=float(budget), budget_source=budget_src,
+        dram_reachable=reachable, note=note,
     )
 
 
@@ -210,11 +250,21 @@ class _Stream:
 
 
 def sweep_sizes(plan: Plan) -> list[int]:
-    """Working sets per thread (bytes, multiples of 128: two arrays of whole cache lines)."""
+    """Working sets per thread (bytes, multiples of 128: two arrays of whole cache lines): a
+    geometric grid from ``min_size``, with ``DRAM_POINTS`` sizes from ``dram_low`` on when the
+    plan reaches DRAM (the grid alone could step over the DRAM zone's start)."""
     hi = plan.max_total / plan.threads
-    steps = int(np.floor(np.log2(hi / plan.min_size) * plan.per_octave + 1e-9))
-    sizes = plan.min_size * 2.0 ** (np.arange(steps + 1) / plan.per_octave)
-    return sorted({int(s // 128 * 128) for s in sizes})
+    top = hi
+    if plan.dram_reachable and plan.dram_low:
+        top = min(hi, plan.dram_low)
+    steps = int(np.floor(np.log2(top / plan.min_size) * plan.per_octave + 1e-9))
+    sizes = list(plan.min_size * 2.0 ** (np.arange(steps + 1) / plan.per_octave))
+    if plan.dram_reachable and plan.dram_low and plan.dram_low < hi:
+        # a grid point just below the zone's start adds nothing: the zone's first point follows
+        sizes = [s for s in sizes if s < plan.dram_low * 2 ** (-0.5 / plan.per_octave)]
+        sizes += [plan.dram_low * 2 ** (k / plan.per_octave) for k in range(DRAM_POINTS)]
+    out = sorted({-(-int(s) // 128) * 128 for s in sizes if s <= hi * 1.0001})
+    return [s for s in out if s * plan.threads <= plan.max_total]
 
 
 def measure_sweep(plan: Plan, progress=None, deadline=None) -> list[SweepPoint]:
@@ -259,51 +309,23 @@ def measure_sweep(plan: Plan, progress=None, deadline=None) -> list[SweepPoint]:
 # ---- peak FLOP/s and kernels --------------------------------------------------------------------
 def _run(spec, timing, calls, threads, caches) -> KernelRun:
     return KernelRun(spec.key, _label(spec), spec.code, spec.precision, threads, spec.flops, spec.bytes,
-                     timing, calls, spec.nbytes_live, cache_level_of(spec.nbytes_live, caches))
+                     timing, calls, spec.nbytes_live, cache_level_of(spec.nbytes_live, caches), spec.model)
 
 
 def _label(spec) -> str:
     return spec.label if spec.precision == "fp64" else f"{spec.label} ({spec.precision})"
 
 
-def threads_pay_off(threads: int, n: int = 384, calls: int = 5) -> tuple[bool, float, float]:
-    """(whether `threads` BLAS threads beat one, rate with `threads`, rate with one), from the
-    fastest of a few n×n fp64 matmuls each way. On a machine whose CPUs other programs keep
-    busy, threads that must wait for each other at every step can run many times slower than
-    one thread alone; then the measurement is better made with one."""
-    a, b = np.ones((n, n)), np.ones((n, n))
-    c = np.empty((n, n))
-
-    def best():
-        np.matmul(a, b, out=c)
-        t = float("inf")
-        for _ in range(calls):
-            t0 = time.perf_counter()
-            np.matmul(a, b, out=c)
-            t = min(t, time.perf_counter() - t0)
-        return 2 * n**3 / t
-
-    with limit_blas_threads(1):
-        one = best()
-    with limit_blas_threads(threads):
-        many = best()
-    return many > one, many, one
-
-
 def decide_threads(requested=None):
-    """(threads, BlasInfo, notes, one-thread fp64 rate or None): `requested`, else the BLAS's
-    own count capped by a CPU quota (``choose_threads``), cut to 1 when that many threads run
-    slower than one."""
+    """(threads, BlasInfo, notes): `requested`, else ``system.THREAD_RULE`` (the BLAS's own count
+    capped by the usable CPUs and a CPU quota). Nothing timed enters the choice: a rule that
+    followed a momentary load would flip between runs, and each flip doubles or halves the
+    peaks. A busy machine is reported in a note instead."""
     threads, blas, notes = choose_threads(requested)
-    one = None
-    if requested is None and threads > 1 and can_limit_blas_threads():
-        ok, many, one = threads_pay_off(threads)
-        if not ok:
-            notes.append(f"{threads} BLAS threads ran slower than one ({many / 1e9:.3g} vs {one / 1e9:.3g} "
-                         f"GFLOP/s on a 384x384 matmul): other programs are using the CPUs, so this "
-                         f"measurement uses 1 thread")
-            threads = 1
-    return threads, blas, notes, one
+    busy = load_note(threads)
+    if busy:
+        notes.append(busy)
+    return threads, blas, notes
 
 
 def warm_up(seconds: float) -> None:
@@ -362,7 +384,7 @@ def measure_peaks(plan: Plan, caches, deadline=None) -> dict:
         run = _run(spec, timing, 1, plan.threads, caches)
         n = round((spec.flops / 2) ** (1 / 3))
         out[p] = (KernelRun(f"peak_{p}", f"matmul, n={n} (peak {p})", run.code, run.precision, run.threads,
-                            run.flops_si, run.bytes_si, timing, 1, run.working_set, run.level), n)
+                            run.flops_si, run.bytes_si, timing, 1, run.working_set, run.level, spec.model), n)
     return out
 
 
@@ -378,7 +400,10 @@ def measure_kernels(plan: Plan, caches, progress=None, deadline=None) -> dict:
     runs = {}
     for spec in kernel_specs(plan):
         fn = spec.make()
-        timing, calls = time_batched(fn, plan.kernel_target_s, repeats=plan.repeats, deadline=deadline)
+        # a kernel on DRAM-sized arrays streams hundreds of MB per call: 3 repeats are enough
+        # for its median, and more would double the measurement on a machine with a big cache
+        repeats = 3 if spec.nbytes_live >= 64 * MiB else plan.repeats
+        timing, calls = time_batched(fn, plan.kernel_target_s, repeats=repeats, deadline=deadline)
         threads = plan.threads if spec.threads == "BLAS" else 1
         runs[spec.key] = _run(spec, timing, calls, threads, caches)
         del fn
@@ -387,18 +412,51 @@ def measure_kernels(plan: Plan, caches, progress=None, deadline=None) -> dict:
     return runs
 
 
+def memory_ceiling(levels: dict, sizes, bws, plan: Plan) -> tuple[str, float, str]:
+    """(level, bandwidth, source) of the roofline's memory ceiling: DRAM's plateau when the
+    sweep resolved it; DRAM's zone (its median) when the sweep reached it without a clean
+    plateau; else the deepest level the sweep did resolve, *named as that level* (DRAM is slower
+    still: bounds for data in DRAM come out optimistic); else the largest working sets. Never
+    a cache's figure called DRAM."""
+    dram = levels["DRAM"]
+    reached = [lv for name, lv in levels.items() if name != "DRAM" and lv.resolved]
+    why = plan.note or dram.note
+    # an unresolved DRAM zone no slower than the last cache is not trusted as DRAM
+    cache_speed = (not dram.resolved and dram.points and reached
+                   and dram.bandwidth * DISTINCT >= reached[-1].bandwidth)
+    if dram.points and not cache_speed:
+        what = ("the DRAM plateau of the sweep" if dram.resolved else
+                f"the sweep's DRAM zone, which it reached without a clean plateau ({dram.note})")
+        return "DRAM", dram.bandwidth, (
+            f"measured: {what}, median over its {dram.points} working sets "
+            f"({fmt_bytes(dram.low)}..{fmt_bytes(dram.high)} per thread) of each one's fastest repeat")
+    if cache_speed:
+        why = (f"its zone, without a clean plateau, ran as fast as {reached[-1].name} "
+               f"({dram.bandwidth / 1e9:.1f} vs {reached[-1].bandwidth / 1e9:.1f} GB/s)")
+    if reached:
+        lv = reached[-1]
+        return lv.name, lv.bandwidth, (
+            f"measured: {lv.name}, the largest level the sweep resolved (median of {lv.points} working "
+            f"sets, {lv.sizes_text} per thread), since DRAM was not reached ({why}); main memory is "
+            f"slower, so bounds for data in DRAM are optimistic")
+    label = f"largest working set ({fmt_bytes(sizes[-1])} per thread)"
+    return label, float(np.median(bws[-2:])), (
+        f"measured: the bandwidth at the sweep's largest working sets ({fmt_bytes(sizes[-2])}, "
+        f"{fmt_bytes(sizes[-1])} per thread); no level was resolved and DRAM was not reached ({why})")
+
+
 # ---- all of it ----------------------------------------------------------------------------------
 def measure_cpu(quick=None, threads=None, progress=None) -> MeasuredHardware:
     """Measure this machine's CPU roofline. `progress`: a callable given one line per step
     (e.g. ``print``), or None.
 
     quick   -- fewer sizes and repeats (default: quick under nbgrader, see ``want_quick``)
-    threads -- threads for BLAS and the bandwidth sweep (default: the BLAS's own count,
-               capped by a container CPU quota)
+    threads -- threads for BLAS and the bandwidth sweep (default: ``system.THREAD_RULE``)
     """
     t_start = time.perf_counter()
     quick = want_quick(quick)
-    threads, blas, thread_notes, one_thread = decide_threads(threads)
+    requested_threads = threads
+    threads, blas, thread_notes = decide_threads(threads)
     caches = cache_sizes()
     plan = make_plan(quick, threads, caches)
     say = progress or (lambda line: None)
@@ -410,17 +468,6 @@ def measure_cpu(quick=None, threads=None, progress=None) -> MeasuredHardware:
         warm_up(plan.peak_target_s)
         # soft deadlines: on a machine so busy that every round is noisy, stop adding rounds
         peaks_run = measure_peaks(plan, caches, deadline=t_start + 0.35 * plan.budget_s)
-    if threads > 1 and one_thread and min(r.best_flops for r, _ in peaks_run.values()) < one_thread:
-        # the machine got busier since the check: the threads' peaks came out below what one
-        # thread did a moment ago; measure everything with one thread instead
-        thread_notes.append(f"with {threads} threads the peaks came out below one thread's "
-                            f"{one_thread / 1e9:.3g} GFLOP/s (other programs are using the CPUs): "
-                            "measured with 1 thread")
-        threads = 1
-        plan = make_plan(quick, 1, caches)
-        with limit_blas_threads(1):
-            peaks_run = measure_peaks(plan, caches, deadline=time.perf_counter() + 0.35 * plan.budget_s)
-    with limit_blas_threads(threads):
         (peak64, n64), (peak32, n32) = peaks_run["fp64"], peaks_run["fp32"]
         say(f"  fp64 {peak64.best_flops / 1e9:.1f} GFLOP/s (n={n64}), "
             f"fp32 {peak32.best_flops / 1e9:.1f} GFLOP/s (n={n32})  [{time.perf_counter() - t0:.1f} s]")
@@ -438,6 +485,8 @@ def measure_cpu(quick=None, threads=None, progress=None) -> MeasuredHardware:
     bws = np.array([p.bandwidth for p in sweep])
     levels, notes = find_levels(sizes, bws, caches, threads, min_points=2)
     levels = {lv.name: lv for lv in levels}
+    if plan.note:
+        notes.append(f"DRAM was not reached: {plan.note}")
 
     # Peak: the fastest repeat among the matmuls of that precision (the peak-size run usually).
     peaks, peak_from = {}, {}
@@ -445,17 +494,7 @@ def measure_cpu(quick=None, threads=None, progress=None) -> MeasuredHardware:
         cands = [r for r in runs.values() if r.precision == p and r.code.startswith("np.matmul")]
         best = max(cands, key=lambda r: r.best_flops)
         peaks[p], peak_from[p] = best.best_flops, best
-    dram = levels["DRAM"]
-    if dram.resolved:
-        bandwidth = dram.bandwidth
-        bw_src = (f"measured: the DRAM plateau of the sweep, median over its {dram.points} working sets "
-                  f"({fmt_bytes(dram.low)}..{fmt_bytes(dram.high)} per thread) of each one's fastest repeat")
-    else:
-        tail = bws[-2:]
-        bandwidth = float(np.median(tail))
-        bw_src = (f"measured: the bandwidth at the sweep's largest working sets "
-                  f"({fmt_bytes(sizes[-2])}, {fmt_bytes(sizes[-1])} per thread), since the DRAM "
-                  f"plateau was not resolved ({dram.note}); if those still fit a cache, main memory is slower")
+    memory_level, bandwidth, bw_src = memory_ceiling(levels, sizes, bws, plan)
     bw_src += (f"; kernel acc += x (numpy, fp64, 24 bytes per element and pass), {threads} thread(s), "
                f"at least 3 timed calls ({plan.repeats} on a quiet machine) after a warm-up")
     today = datetime.date.today().isoformat()
@@ -472,6 +511,7 @@ def measure_cpu(quick=None, threads=None, progress=None) -> MeasuredHardware:
         f"CPU: {cpu_name()}; {usable_cpus()} usable CPU(s)"
         + (f", container quota {cpu_quota():g} CPUs" if cpu_quota() else ""),
         blas.describe() + f"; measured with {threads} thread(s); numpy's elementwise ufuncs use 1",
+        f"threads: {threads} ({'asked for' if requested_threads is not None else 'rule: ' + THREAD_RULE})",
         caches.describe(),
         plan.describe() + "; dtype fp64 (peaks also fp32)",
     ]
@@ -481,6 +521,7 @@ def measure_cpu(quick=None, threads=None, progress=None) -> MeasuredHardware:
                                      "fewer sizes and repeats than the full measurement"))
     how += [f"note: {n}" for n in blas.notes + thread_notes]
     setup = {"threads": threads, "mode": "quick" if quick else "full", "how": how,
+             "memory_level": memory_level, "vector_n": plan.vector_n,
              "sweep_desc": (f"sweep of acc += x over working sets, {threads} thread(s) each on its own "
                             "arrays; bandwidth counts 3 x 8 bytes per element and pass, at each size's "
                             "fastest repeat"),

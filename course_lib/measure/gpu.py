@@ -222,6 +222,8 @@ def measure_gpu(device: int = 0, quick: bool = False, progress=None) -> Measured
            caches.describe(),
            f"{'quick' if quick else 'full'} mode: {repeats} timed repeats after a warm-up"]
     setup = {"threads": 1, "mode": "quick" if quick else "full", "how": how, "peak_sizes": peak_sizes,
+             "memory_level": "HBM" if dram.resolved else
+             f"largest working set ({fmt_bytes(sweep[-1].size)}; HBM plateau not resolved)",
              "sweep_desc": "sweep of acc += x (fp32) over working sets; bandwidth counts 3 x 4 bytes per element and pass",
              "peak_desc": "torch.matmul of random n x n matrices", "size_label": "working set"}
     name = f"{props.name} (measured)"

@@ -58,49 +58,69 @@ def plot_hierarchical_roofline(hw, precision="fp64", kernels=None, ax=None, titl
     hi = max([x * 3 for x in xs] + [r * 30 for r in ridges])
     x = np.geomspace(lo, hi, 300)
 
+    ceiling = getattr(hw, "memory_level", "DRAM")
     for lv in hw.levels.values():
-        if not lv.resolved:
+        if not lv.resolved or lv.name == ceiling:
             continue
         ax.plot(x, np.minimum(peak, lv.bandwidth * x) / unit, color=LEVEL_COLORS.get(lv.name, "k"),
-                lw=2 if lv.name == "DRAM" else 1.4, ls="-" if lv.name == "DRAM" else "--",
-                label=f"{lv.name}: {_fmt_rate(lv.bandwidth, 'B/s')}")
+                lw=1.4, ls="--", label=f"{lv.name}: {_fmt_rate(lv.bandwidth, 'B/s')}")
+    # the roofline's memory ceiling, always drawn and named for the level it was measured at
+    # (a cache's, with "DRAM not reached", when the sweep could not reach main memory)
+    label = getattr(hw, "memory_label", ceiling)
+    ax.plot(x, np.minimum(peak, hw.memory_bandwidth_si * x) / unit, color=LEVEL_COLORS.get(ceiling, "C0"),
+            lw=2, ls="-", label=f"{label}: {_fmt_rate(hw.memory_bandwidth_si, 'B/s')}")
     for p in hw.precisions:
         if p != prec:
             ax.axhline(hw.peak_flops_si(p) / unit, color="0.5", lw=1, ls=":",
                        label=f"peak {p}: {_fmt_rate(hw.peak_flops_si(p), 'FLOP/s')}")
     ax.axhline(peak / unit, color="k", lw=0.6)
     ridge = hw.ridge_point_si(prec)
-    ax.axvline(ridge, color=LEVEL_COLORS["DRAM"], ls=":", lw=1)
-    ax.annotate(f"DRAM ridge {ridge:.3g} FLOP/byte", (ridge, peak / unit), textcoords="offset points",
-                xytext=(4, -12), fontsize=8, color=LEVEL_COLORS["DRAM"])
+    color = LEVEL_COLORS.get(ceiling, "C0")
+    ax.axvline(ridge, color=color, ls=":", lw=1)
+    ax.annotate(f"{ceiling.split(' (')[0]} ridge {ridge:.3g} FLOP/byte", (ridge, peak / unit),
+                textcoords="offset points", xytext=(4, -12), fontsize=8, color=color)
     ax.annotate(f"peak {prec} {_fmt_rate(peak, 'FLOP/s')}", (lo, peak / unit), textcoords="offset points",
                 xytext=(4, 4), fontsize=8, ha="left")
     markers = "osD^vP*Xh<>"
-    placed = []
     for i, r in enumerate(runs):
-        y = r.achieved_flops / unit
-        ax.plot(r.intensity, y, markers[i % len(markers)], color="k", ms=6,
+        ax.plot(r.intensity, r.achieved_flops / unit, markers[i % len(markers)], color="k", ms=6,
                 mfc="none" if r.threads == 1 else "k", ls="none")
-        # kernels of one intensity (the adds) stack up: push a label down when it would
-        # land on one already placed
-        dy = -3
-        for px, py in placed:
-            if abs(np.log10(px / r.intensity)) < 0.3 and abs(np.log10(py / y)) < 0.08:
-                dy -= 8
-        placed.append((r.intensity, y))
-        ax.annotate(r.name, (r.intensity, y), textcoords="offset points", xytext=(6, dy), fontsize=7)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
+    _label_kernels(ax, runs, unit)
     ax.set_xlabel("arithmetic intensity (FLOP/byte, bytes as counted)")
     ax.set_ylabel(f"attainable performance ({unit_name})")
     ax.grid(True, which="both", alpha=0.3)
-    title = "ceilings" if getattr(hw, "kind", "cpu") == "gpu" else "ceilings (open markers: 1 thread)"
-    ax.legend(fontsize=7, loc="lower right", title=title, title_fontsize=7)
+    legend_title = "ceilings" if getattr(hw, "kind", "cpu") == "gpu" else "ceilings (open markers: 1 thread)"
+    ax.legend(fontsize=7, loc="lower right", title=legend_title, title_fontsize=7)
     missing = [n for n, lv in hw.levels.items() if not lv.resolved]
     ax.set_title(title or (f"{hw.name}: hierarchical roofline, {prec}"
                            + (f"\n(not resolved: {', '.join(missing)})" if missing else "")), fontsize=9)
     return fig, ax
+
+
+def _label_kernels(ax, runs, unit):
+    """Name each kernel beside its marker; a label that would overlap one already placed (the
+    adds share one intensity, matmuls sit close) moves down until it is clear."""
+    fig = ax.figure
+    try:
+        renderer = fig.canvas.get_renderer()
+    except AttributeError:          # a backend without a renderer: place them without checking
+        renderer = None
+    placed = []
+    for r in runs:
+        y = r.achieved_flops / unit
+        for attempt in range(12):
+            text = ax.annotate(r.name, (r.intensity, y), textcoords="offset points",
+                               xytext=(6, -3 - 9 * attempt), fontsize=7)
+            if renderer is None:
+                break
+            box = text.get_window_extent(renderer)
+            if attempt == 11 or not any(box.overlaps(b) for b in placed):
+                placed.append(box)
+                break
+            text.remove()
 
 
 def plot_sweep(hw, ax=None, title=None):

@@ -67,6 +67,7 @@ class KernelRun:
     calls_per_repeat: int
     working_set: float       # bytes of the arrays it touches
     level: str               # where those live (cache_level_of)
+    model: object = None     # the course_lib Kernel it was charged as (solve(run.model, hw) counts the same)
 
     @property
     def latency_si(self) -> float:
@@ -154,6 +155,21 @@ class MeasuredHardware(Hardware):
     def threads(self) -> int:
         return int(self.setup["threads"])
 
+    @property
+    def memory_level(self) -> str:
+        """Which level the roofline's memory ceiling (``memory_bandwidth``) was measured at:
+        "DRAM", or the largest level the sweep reached when DRAM was out of its reach."""
+        return self.setup.get("memory_level", "DRAM")
+
+    @property
+    def memory_label(self) -> str:
+        """'DRAM', or e.g. 'L3 (DRAM not reached)': how every printout names the memory ceiling."""
+        lv = self.memory_level
+        if lv in ("DRAM", "HBM"):
+            resolved = self.levels.get("DRAM") is None or self.levels["DRAM"].resolved
+            return lv if resolved else f"{lv} (no clean plateau)"
+        return lv if lv.startswith("largest") else f"{lv} (DRAM not reached)"
+
     def level_of(self, nbytes: float) -> str:
         """Where a working set of `nbytes` lives on this machine (one core, OS cache sizes)."""
         return cache_level_of(nbytes, self.caches)
@@ -181,10 +197,12 @@ class MeasuredHardware(Hardware):
         run = self.runs[run_or_key] if isinstance(run_or_key, str) else run_or_key
         return COMPUTE_BOUND if run.intensity >= self.ridge_point_si(precision) else MEMORY_BOUND
 
-    def bound_si(self, run_or_key, precision: str = "fp64", level: str = "DRAM") -> float:
-        """Roofline bound in FLOP/s of a timed kernel: min(peak, bandwidth(level) x intensity)."""
+    def bound_si(self, run_or_key, precision: str = "fp64", level: str | None = None) -> float:
+        """Roofline bound in FLOP/s of a timed kernel: min(peak, bandwidth(level) x intensity);
+        `level` None is the roofline's memory ceiling (``memory_label`` says which level)."""
         run = self.runs[run_or_key] if isinstance(run_or_key, str) else run_or_key
-        bw = self.memory_bandwidth_si if level == "DRAM" else self.bandwidth_si(level)
+        bw = (self.memory_bandwidth_si if level is None or level == self.memory_level
+              else self.bandwidth_si(level))
         return min(self.peak_flops_si(precision), bw * run.intensity)
 
     # ---- printing -------------------------------------------------------------------------
@@ -194,7 +212,7 @@ class MeasuredHardware(Hardware):
         lines = [self.name]
         for p in self.precisions:
             lines.append(f"  peak {p:5s} {_fmt_rate(self._peaks[p], 'FLOP/s'):>16s} (measured)")
-        lines.append(f"  memory bandwidth {_fmt_rate(self.memory_bandwidth_si, 'B/s')} (measured)")
+        lines.append(f"  memory bandwidth {_fmt_rate(self.memory_bandwidth_si, 'B/s')} (measured: {self.memory_label})")
         if self.memory_capacity_si:
             lines.append(f"  memory capacity  {self.memory_capacity_si / 1e9:.1f} GB")
         for what, src in self.sources.items():
@@ -221,10 +239,10 @@ class MeasuredHardware(Hardware):
             out.append("  " + lv.describe())
         for n in self.notes:
             out.append(f"  note: {n}")
-        out.append(f"  main-memory bandwidth used for the roofline: {_fmt_rate(self.memory_bandwidth_si, 'B/s')}"
-                   f" ({self.sources['memory_bandwidth'].split(':')[0]})")
+        out.append(f"  memory ceiling of the roofline: {_fmt_rate(self.memory_bandwidth_si, 'B/s')}, "
+                   f"{self.memory_label}")
         for p in self.precisions:
-            out.append(f"  ridge point {p}: {self.ridge_point_si(p):.2f} FLOP/byte")
+            out.append(f"  ridge point {p}: {self.ridge_point_si(p):.2f} FLOP/byte (peak / {self.memory_level} bandwidth)")
         if kernels:
             out += ["", self.kernel_table()]
         return "\n".join(out)

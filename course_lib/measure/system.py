@@ -257,6 +257,79 @@ def physical_memory() -> float | None:
         return None
 
 
+def _read_int(path: str):
+    try:
+        text = Path(path).read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _mem_available():
+    """(bytes, source) of memory the OS could give this process without swapping."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return float(line.split()[1]) * 1024, "MemAvailable in /proc/meminfo"
+    except (OSError, ValueError, IndexError):
+        pass
+    total = physical_memory()
+    if total:
+        # no MemAvailable (macOS, old kernels): assume a quarter of the RAM is free
+        return total / 4, "a quarter of the physical memory (the OS reports no available memory)"
+    return None, ""
+
+
+def _cgroup_headroom():
+    """(bytes, source) left under a container's memory limit (cgroup v2, then v1), or (None, '')."""
+    for limit_file, used_file in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                                  ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                                   "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        limit, used = _read_int(limit_file), _read_int(used_file)
+        if limit is not None and used is not None and limit < 2**60:
+            return float(max(0, limit - used)), f"the container's memory limit ({limit_file})"
+    return None, ""
+
+
+def _address_space_headroom():
+    """(bytes, source) left under an address-space limit (``ulimit -v``, RLIMIT_AS), or (None, '')."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError, AttributeError):
+        return None, ""
+    if soft == resource.RLIM_INFINITY or soft <= 0:
+        return None, ""
+    used = 0.0
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmSize:"):
+                used = float(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    # what the process maps later (BLAS buffers, the kernels' arrays) needs room too
+    return max(0.0, soft - used - 512 * MiB), "the address-space limit (RLIMIT_AS) less what is mapped"
+
+
+def memory_budget(fraction: float = 0.5) -> tuple[float, str]:
+    """(bytes, how they were decided): how much the bandwidth sweep may allocate, `fraction` of
+    the least of the available memory (``MemAvailable``), a container's memory limit and an
+    address-space limit, less what this process already uses. A sweep that must exceed it to
+    reach DRAM stops short and says so.
+
+    >>> budget, why = memory_budget()
+    >>> budget > 0 and ("free" in why or "reports neither" in why)
+    True
+    """
+    found = [(b, src) for b, src in (_mem_available(), _cgroup_headroom(), _address_space_headroom())
+             if b is not None]
+    if not found:
+        return float(GiB), "1 GiB (the OS reports neither available memory nor limits)"
+    least, src = min(found)
+    return fraction * least, f"{fraction:.0%} of {fmt_bytes(least)} free ({src})"
+
+
 @dataclass
 class BlasInfo:
     """The BLAS numpy calls for matmul and dot, and how many threads it uses."""
@@ -337,19 +410,39 @@ def limit_blas_threads(threads: int):
         return threadpool_limits(limits=threads, user_api="blas")
 
 
+THREAD_RULE = ("numpy's BLAS thread count, capped by the CPUs this process may run on and by a "
+               "container's CPU quota; never changed by how busy the machine is, the same in quick "
+               "and full mode")
+
+
 def choose_threads(requested: int | None = None) -> tuple[int, BlasInfo, list[str]]:
-    """(threads to measure with, BLAS info, notes): the BLAS's own thread count, capped by a
-    container CPU quota, or `requested`."""
+    """(threads to measure with, BLAS info, notes): `requested`, else ``THREAD_RULE``: the BLAS's
+    own thread count capped by the usable CPUs and a container CPU quota. Nothing timed enters
+    it, so a busy moment cannot flip it (it would double or halve the peaks)."""
     info = blas_info()
     notes = []
     if requested is not None:
         if isinstance(requested, bool) or not isinstance(requested, int) or requested < 1:
             raise ValueError(f"threads must be a positive integer, got {requested!r}.")
         return requested, info, notes
-    threads = info.threads
+    threads = min(info.threads, usable_cpus())
     quota = cpu_quota()
     if quota is not None and quota < threads:
         threads = max(1, math.ceil(quota))
         notes.append(f"the container's CPU quota is {quota:g} CPUs while the BLAS would start "
                      f"{info.threads} threads: measured with {threads}")
     return threads, info, notes
+
+
+def load_note(threads: int) -> str | None:
+    """A note when other programs keep the CPUs busy (1-minute load average), or None. It only
+    informs: the thread count never follows the load."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+    if load < usable_cpus():
+        return None
+    return (f"the 1-minute load average is {load:.1f} on {usable_cpus()} usable CPU(s): other programs "
+            f"are running, so these {threads}-thread figures may be lower and noisier than the machine "
+            "can do (this_machine(threads=1) measures one core)")
