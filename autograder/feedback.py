@@ -35,7 +35,9 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import nbformat
+from nbconvert.exporters import HTMLExporter
 from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import default
 
 from .course import HIDDEN_BEGIN, Course, default_jobs, hidden_test_lines, strip_hidden_tests
 from .release import ensure_tools_on_path
@@ -142,17 +144,32 @@ class SafeFeedback(NbGraderPreprocessor):
         info["awaiting_points"] = total
 
 
+class FeedbackHTMLExporter(HTMLExporter):
+    """nbgrader's HTMLExporter with the course's feedback template: used by generate_feedback only.
+
+    Setting HTMLExporter.template_name (and its template folders) in the course's config would
+    also change the exporter the Formgrader renders submissions with: its manual-grading pages
+    need nbgrader's own "formgrade" template (HTTP 500, TemplateNotFound, otherwise)."""
+
+    @default("template_name")
+    def _feedback_template_name(self):
+        return "feedback"
+
+
 def configure_nbgrader_feedback(c) -> None:
     """Make nbgrader's generate_feedback (CLI, formgrader) produce the safe pages: called by the
-    course's nbgrader_config.py and by `python -m autograder feedback`."""
+    course's nbgrader_config.py and by `python -m autograder feedback`. Only the feedback step's
+    exporter is configured; the Formgrader's HTMLExporter keeps its own template."""
     from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
     from nbgrader.preprocessors import GetGrades
 
     c.GenerateFeedback.preprocessors = [GetGrades, SafeFeedback, CSSHTMLHeaderPreprocessor]
-    # nbgrader's API (the formgrader's button) forces the template name "feedback": the course's
-    # own "feedback" template, found first, is used whatever calls it
-    c.HTMLExporter.template_name = "feedback"
-    c.HTMLExporter.extra_template_basedirs = [str(TEMPLATES)]
+    c.GenerateFeedback.exporter_class = FeedbackHTMLExporter
+    # nbgrader's API (the formgrader's button) forces HTMLExporter.template_name = "feedback" and,
+    # unless configured, nbgrader's own template folder (whose feedback page shows hidden tests):
+    # this section, the subclass's, overrides both for the feedback exporter alone
+    c.FeedbackHTMLExporter.template_name = "feedback"
+    c.FeedbackHTMLExporter.extra_template_basedirs = [str(TEMPLATES)]
 
 
 def feedback_config(course: Course):
