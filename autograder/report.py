@@ -10,7 +10,10 @@ question wrong. Written to reports/<assignment>/:
 * predictions.csv -- per predict-then-verify question and student: the rule the grade used
   (committed, changed-after-reveal, final, no-record), from what to what a prediction changed
   after its reveal, and whether the record was missing or looked edited
-* scores.csv / scores.png -- every student's score per notebook and its distribution
+* scores.csv / scores.png -- every student's score per notebook and its distribution; with
+  needs_manual_grade (a written answer not graded yet) and flag (nbgrader's flag, with the
+  grader's reasons: verdicts differing from the re-verification, no or an edited prediction
+  record, a prediction changed after its reveal)
 
 For a predict-then-verify question the answer counted (and judged) is the prediction the student
 committed before the truth was revealed (autograder.predictions), not one written afterwards.
@@ -309,7 +312,7 @@ def score_rows(course: Course, assignment: str) -> list[dict]:
     """Every graded student's score per notebook (failed gradings left out: they are no zeros)."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    from .grade import failed_students
+    from .grade import failed_students, flag_reasons
 
     failed = failed_students(course, assignment)
     rows = []
@@ -322,9 +325,12 @@ def score_rows(course: Course, assignment: str) -> list[dict]:
         for sub in sorted(a.submissions, key=lambda s: s.student.id):
             if sub.student.id in failed:
                 continue
+            reasons = flag_reasons(course, assignment, sub.student.id)
             for nb in sub.notebooks:
+                mine = [r.split(": ", 1)[1] for r in reasons if r.startswith(nb.name + ": ")]
                 rows.append({"notebook": nb.name, "student": sub.student.id, "score": nb.score,
-                             "max_score": maxes[nb.name], "needs_manual_grade": nb.needs_manual_grade})
+                             "max_score": maxes[nb.name], "needs_manual_grade": nb.needs_manual_grade,
+                             "flag": ("; ".join(mine) or "flagged") if nb.flagged else ""})
     return rows
 
 
@@ -404,7 +410,7 @@ def report(course: Course, assignment: str, out_dir: Path | None = None) -> dict
     _write_csv(out / "predictions.csv", changes, ["notebook", "question", "title", "student", "rule", "from", "to",
                                                    "record", "record_problems"])
     srows = score_rows(course, assignment)
-    _write_csv(out / "scores.csv", srows, ["notebook", "student", "score", "max_score", "needs_manual_grade"])
+    _write_csv(out / "scores.csv", srows, ["notebook", "student", "score", "max_score", "needs_manual_grade", "flag"])
     plot_scores(srows, out / "scores.png")
     summary = {}
     for nb in sorted({r["notebook"] for r in srows}):
@@ -415,7 +421,7 @@ def report(course: Course, assignment: str, out_dir: Path | None = None) -> dict
     from .grade import failed_students
 
     return {"dir": str(out), "rows": rows, "scores": summary, "failed": failed_students(course, assignment),
-            "predictions": changes}
+            "predictions": changes, "score_rows": srows}
 
 
 def format_report(result: dict) -> str:
@@ -450,6 +456,13 @@ def format_report(result: dict) -> str:
         lines.append(f"  PREDICTION RECORD EDITED? {s} ({nb}): {why}")
     for student, cause in sorted(result.get("failed", {}).items()):
         lines.append(f"  left out (grading failed): {student}: {cause}")
+    srows = result.get("score_rows", [])
+    for r in srows:
+        if r.get("flag"):
+            lines.append(f"  FLAGGED: {r['student']} ({r['notebook']}): {r['flag']}")
+    waiting = sorted({r["student"] for r in srows if r.get("needs_manual_grade")})
+    if waiting:
+        lines.append(f"  needs manual grade (written answers not graded yet): {', '.join(waiting)}")
     for nb, s in result["scores"].items():
         lines.append(f"  {nb}: n={s['n']} mean {s['mean']:.1f} median {s['median']:g} "
                      f"min {s['min']:g} max {s['max']:g} (of {s['max_score']:g})")

@@ -163,6 +163,19 @@ def test_tampering_earns_nothing_and_is_reported(run):
     assert "VERDICTS DIFFER: right" not in out and "VERDICTS DIFFER: forms" not in out
     status = json.loads((run["course"].state / "t3" / "monkey.json").read_text())
     assert {d["cell"] for d in status["disagreements"]} == {"t3units_q1_correct", "t3units_q2_correct"}
+    # where the instructor looks: nbgrader's flag (the Formgrader), the export, the report
+    from nbgrader.api import Gradebook
+
+    with Gradebook(run["course"].db_url) as gb:
+        flagged = {s: gb.find_submission_notebook("units", "t3", s).flagged for s in EXPECTED}
+    assert flagged["monkey"] and not flagged["right"], flagged
+    rows = {r["student_id"]: r for r in csv.DictReader((run["base"] / "export.csv").open())}
+    assert "t3units_q1_correct: the kernel's verdict differs" in rows["monkey"]["t3/flag"], rows["monkey"]
+    assert rows["right"]["t3/flag"] == ""
+    assert re.search(r"FLAGGED: monkey \(units\): t3units_q\d_correct: the kernel's verdict differs",
+                     run["report"].stdout), run["report"].stdout
+    scores = {r["student"]: r for r in csv.DictReader((run["course"].reports / "t3" / "scores.csv").open())}
+    assert "check for tampering" in scores["monkey"]["flag"] and scores["right"]["flag"] == ""
 
 
 def _decoded_blobs(page: str) -> str:
@@ -217,7 +230,9 @@ def test_an_ambiguous_repair_fails_and_is_never_a_zero(run):
     assert "ambiguous" not in cell_scores(run["course"].db_url, "t3")
     rows = {r["student_id"]: r for r in csv.DictReader((run["base"] / "export.csv").open())}
     assert rows["ambiguous"]["t3/units"] == "" and rows["ambiguous"]["t3/status"].startswith("failed: cannot be graded")
-    assert rows["right"]["t3/status"] == "graded" and rows["right"]["t3/units"] == "5"
+    # t3's written answer (Why GB and not GiB?) is not graded yet: its point is not in the 5
+    assert rows["right"]["t3/status"] == "needs manual grade" and rows["right"]["t3/units"] == "5"
+    assert rows["ambiguous"]["t3/flag"].startswith("grading failed: cannot be graded"), rows["ambiguous"]
     grades = {r["student_id"]: r for r in csv.DictReader((run["base"] / "grades.csv").open())}
     assert grades["ambiguous"]["total"] == "" and grades["ambiguous"]["status"].startswith("failed:")
     assert "left out (grading failed): ambiguous" in run["report"].stdout
