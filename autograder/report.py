@@ -1,8 +1,10 @@
 """`report`: the misconception report of an assignment.
 
 For every predict-then-verify question (each answer cell, each answer variable its tests read):
-how many students gave each answer, which answer is right, and the share of students who got the
-question wrong. Written to reports/<assignment>/:
+how many students gave each answer, which answer is right, and the share of students whose
+answer for that variable is wrong (each variable judged on its own: one wrong answer of a
+two-answer question does not make the other wrong). Helper variables a solution computes on the
+way (read by no test of the question as the student's) are not answers and are not listed. Written to reports/<assignment>/:
 
 * misconceptions.csv -- notebook, question, title, answer_cell, variable, answer, count, is_truth,
   truth, students, wrong, share_wrong, label, examples
@@ -173,14 +175,6 @@ def graded_students(course: Course, assignment: str) -> list[str]:
                   if p.is_dir() and not p.parent.name.startswith(".") and p.parent.name not in failed)
 
 
-def _passed(verdict: dict | None) -> bool:
-    """Whether a hidden test passed, judging a prediction changed after its reveal by the one
-    committed before (its score is zero either way)."""
-    if not verdict:
-        return False
-    return bool((verdict.get("committed") or verdict).get("passed", False))
-
-
 def _variable_verdict(var: str, tests: list, verdicts: dict) -> tuple[bool, str | None]:
     """(right, label) of one answer variable from its question's clean verdicts."""
     right, label = True, None
@@ -201,6 +195,18 @@ def _variable_verdict(var: str, tests: list, verdicts: dict) -> tuple[bool, str 
     return right, label
 
 
+def answer_variables(cell, tests: dict) -> list[str]:
+    """The answer cell's variables that are answers: those a test of its question reads from the
+    student ({grade_id: verify.TestCell}) without assigning them itself. A helper the solution
+    computes on the way (`capacity`, which the hidden test computes for itself) is not one."""
+    from .course import assigned_names
+
+    def reads(t, v):
+        return v in t.names and v not in assigned_names(t.source)
+
+    return [v for v in cell.variables if any(reads(tests[g], v) for g in cell.tests if g in tests)]
+
+
 def misconceptions(course: Course, assignment: str, truth_record: dict | None = None) -> list[dict]:
     """One dict per (question variable, answer class)."""
     from .verify import test_cells
@@ -211,7 +217,8 @@ def misconceptions(course: Course, assignment: str, truth_record: dict | None = 
     for nb in course.notebooks(assignment):
         src = course.source / assignment / f"{nb}.ipynb"
         cells = answer_cells(src)
-        reads = {t.grade_id: set(t.names) for t in test_cells(src)}
+        by_id = {t.grade_id: t for t in test_cells(src)}
+        reads = {g: set(t.names) for g, t in by_id.items()}
         books = {}
         for s in students:
             p = course.autograded / s / assignment / f"{nb}.ipynb"
@@ -219,16 +226,12 @@ def misconceptions(course: Course, assignment: str, truth_record: dict | None = 
                 books[s] = nbformat.read(str(p), as_version=4).metadata.get("autograder", {}) or {}
         tv = truth_record.get(nb, {}).get("answers", {})
         for cell in cells:
-            if not cell.variables:
-                continue
             hidden = cell.hidden_tests
-            wrong = sum(1 for s, meta in books.items()
-                        if any(not _passed(meta.get("verdicts", {}).get(g)) for g in hidden)) if hidden else None
-            for var in cell.variables:
+            for var in answer_variables(cell, by_id):
                 t_entry = tv.get(cell.grade_id, {}).get(var)
                 truth_label = category(t_entry, t_entry, right=True) if t_entry else None
                 tests = [g for g in hidden if var in reads.get(g, set())]
-                counts, labels, examples = Counter(), {}, {}
+                counts, labels, examples, n_wrong = Counter(), {}, {}, 0
                 for s, meta in books.items():
                     entry = _counted(meta, cell, var)
                     if tests:
@@ -238,6 +241,7 @@ def misconceptions(course: Course, assignment: str, truth_record: dict | None = 
                     cat = category(entry, t_entry, right=right, label=label)
                     if right is None and truth_label is not None and cat == truth_label:
                         right = True
+                    n_wrong += not right       # this variable's own verdict, not its question's
                     counts[cat] += 1
                     if label:
                         labels[cat] = label
@@ -246,7 +250,6 @@ def misconceptions(course: Course, assignment: str, truth_record: dict | None = 
                             examples.setdefault(cat, [])
                             if show(v) not in examples[cat] and len(examples[cat]) < 3:
                                 examples[cat].append(show(v))
-                n_wrong = wrong if wrong is not None else sum(n for c, n in counts.items() if c != truth_label)
                 base = {"notebook": nb, "question": cell.question or cell.grade_id, "title": cell.title,
                         "answer_cell": cell.grade_id, "variable": var, "truth": truth_label or "",
                         "students": len(books), "wrong": n_wrong,
@@ -374,7 +377,7 @@ def plot_misconceptions(rows: list[dict], path: Path) -> None:
         ax.set_yticks(range(len(rs)), [l if len(l) <= 32 else l[:31] + "…" for l in labels], fontsize=8)
         title = rs[0]["title"] or q
         title = title if len(title) <= 60 else title[:59] + "…"
-        ax.set_title(f"{title}\n{var} (the question: {rs[0]['share_wrong']:.0%} wrong of {rs[0]['students']})", fontsize=9)
+        ax.set_title(f"{title}\n{var}: {rs[0]['share_wrong']:.0%} wrong of {rs[0]['students']}", fontsize=9)
         ax.set_xlabel("students", fontsize=8)
         ax.xaxis.get_major_locator().set_params(integer=True)
     fig.suptitle("Predictions vs the truth (green)", fontsize=11)

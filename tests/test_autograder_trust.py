@@ -610,3 +610,40 @@ def test_collect_moodle_folders_and_canvas_late_with_the_late_penalty(course, tm
                                                                     *common).stdout.split()[-1]))}
     assert rows["carol"]["total"] == "4" and rows["alice_ng"]["total"] == "4"
     assert rows["dave"]["late_penalty"] == "4" and rows["dave"]["total"] == "0"     # nbgrader's "zero" penalty
+
+
+def test_the_report_judges_each_variable_on_its_own(run):
+    """Q1 asks for a time and a regime: `half` has the time right and the regime wrong, so it
+    counts as wrong for q1_regime only (a per-question count made it wrong for both)."""
+    rows = list(csv.DictReader((run["course"].reports / "t3" / "misconceptions.csv").open()))
+    wrong = {r["variable"]: int(r["wrong"]) for r in rows if r["answer_cell"] == Q1}
+    # graded: every student of EXPECTED; q1_time wrong: monkey (1 ms), blank; q1_regime also half
+    assert wrong == {"q1_time": 2, "q1_regime": 3}, wrong
+    half = {r["variable"]: r["answer"] for r in rows if r["answer_cell"] == Q1 and r["is_truth"] == "True"}
+    assert set(half) == {"q1_time", "q1_regime"}
+
+
+def test_a_helper_variable_of_the_solution_is_no_answer():
+    from autograder.course import answer_cells
+    from autograder.report import answer_variables
+    from autograder.verify import test_cells
+
+    src = REPO / "solutions" / "03_two_phases" / "two_phases.ipynb"
+    tests = {t.grade_id: t for t in test_cells(src)}
+    q5 = next(c for c in answer_cells(src) if c.grade_id == "phases_q5_answer")
+    assert "capacity" in q5.variables          # the solution assigns it and a hidden test names it
+    assert answer_variables(q5, tests) == ["q5_capacity_gb", "q5_max_batch"]
+
+
+def test_feedback_labels_cells_by_question_and_names_every_wrong_answer(run):
+    page = _page(run, "monkey")
+    text = _text(page)
+    assert "Test cell" not in text and "Grade cell" not in text
+    assert "Q1 · A time and a regime: correctness check" in text and "Q2 · Bytes: correctness check" in text
+    # monkey's time (1 ms) and regime ('compute') are both wrong: the page names both
+    assert "pre-wrap" in page                                    # long verdicts wrap
+    book = nbformat.read(str(run["course"].autograded / "monkey" / "t3" / "units.ipynb"), as_version=4)
+    per = book.metadata["autograder"]["verdicts"]["units"]["t3units_q1_correct"]["per_variable"]
+    assert not per["q1_time"]["passed"] and not per["q1_regime"]["passed"], per
+    for x in per.values():
+        assert x["message"].strip() and x["message"].strip().splitlines()[0] in text, (x, text)

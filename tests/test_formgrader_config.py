@@ -63,3 +63,22 @@ def test_generate_feedback_uses_the_course_template():
     # the course's template (its own note for ungraded written answers), not nbgrader's
     template = exporter.environment.get_template("index.html.j2")
     assert Path(template.filename).is_relative_to(TEMPLATES), template.filename
+
+
+def test_feedback_names_every_wrong_answer_of_a_question():
+    from autograder.feedback import verdict_message
+
+    v = {"passed": False, "message": "q1_time: too small",
+         "per_variable": {"q1_time": {"passed": False, "message": "q1_time: too small"},
+                          "q1_regime": {"passed": False, "message": "expected a regime"},
+                          "q1_other": {"passed": True, "message": ""}}}
+    assert verdict_message(v).splitlines() == ["q1_time: too small", "q1_regime: expected a regime"]
+    one = {**v, "per_variable": {**v["per_variable"], "q1_regime": {"passed": True, "message": ""}}}
+    assert verdict_message(one) == "q1_time: too small"
+
+
+def test_feedback_labels_cells_by_question():
+    from autograder.feedback import cell_label
+
+    assert cell_label("hello_q3_correct", "Q3 · When does it turn?") == "Q3 · When does it turn?: correctness check"
+    assert cell_label("hello_q3_reflection", "Q3 · When does it turn?") == "Q3 · When does it turn?: written answer"
