@@ -643,7 +643,7 @@ def test_feedback_labels_cells_by_question_and_names_every_wrong_answer(run):
     # monkey's time (1 ms) and regime ('compute') are both wrong: the page names both
     assert "pre-wrap" in page                                    # long verdicts wrap
     book = nbformat.read(str(run["course"].autograded / "monkey" / "t3" / "units.ipynb"), as_version=4)
-    per = book.metadata["autograder"]["verdicts"]["units"]["t3units_q1_correct"]["per_variable"]
+    per = book.metadata["autograder"]["verdicts"]["t3units_q1_correct"]["per_variable"]
     assert not per["q1_time"]["passed"] and not per["q1_regime"]["passed"], per
     for x in per.values():
         assert x["message"].strip() and x["message"].strip().splitlines()[0] in text, (x, text)
