@@ -363,4 +363,8 @@ if [[ "$SERVICE" == auto && -d /run/systemd/system ]]; then
 else
     say "start the hub with: cd $STATE_DIR && $start"
 fi
+if [[ "$BIND_URL" == http://* && ! "$BIND_URL" =~ ^http://(127\.0\.0\.1|localhost|\[::1\])(:|/|$) ]]; then
+    say "NOTE: the hub serves plain HTTP on $BIND_URL: put HTTPS in front before a real term" \
+        "(--bind-url http://127.0.0.1:8000 behind Caddy or nginx; see deploy/jupyterhub/README.md)"
+fi
 say "done: environment $ENV, exchange $EXCHANGE, hub config $CONFIG_DIR"
