@@ -698,13 +698,16 @@ def formgrader_and_feedback_in_the_browser(hub, wrong: dict, timings: dict) -> N
             assert subs[student]["needs_manual_grade"] and subs[student]["flagged"], subs[student]
             grader = ctx.new_page()
             grader.set_default_timeout(60_000)
-            resp = grader.goto(f"{base}/user/{teacher}/formgrader/submissions/{subs[student]['id']}/")
+            # the page's script binds the score boxes once it has loaded the grades and comments
+            with grader.expect_response(lambda r: "/formgrader/api/comments" in r.url):
+                resp = grader.goto(f"{base}/user/{teacher}/formgrader/submissions/{subs[student]['id']}/")
             assert resp.status == 200, (resp.status, grader.content()[:2000])
             box = grader.locator(f"input.score#{reflection}")
             box.wait_for()
+            box.scroll_into_view_if_needed()
             with grader.expect_response(lambda r: "/formgrader/api/grade/" in r.url and r.request.method == "PUT") as saved:
                 box.fill(f"{points:g}")
-                box.press("Tab")
+                box.dispatch_event("change")
             assert saved.value.ok, saved.value.status
             _shot(grader, "instructor-manual-grading")
             grader.close()
@@ -716,7 +719,9 @@ def formgrader_and_feedback_in_the_browser(hub, wrong: dict, timings: dict) -> N
                     row.locator(f".{step.replace('_', '-')} a").click()
                 answer = done.value.json()
                 assert answer.get("success"), (step, answer)
-                frame.locator(".modal-footer button").first.click()
+                ok = frame.locator("#success-modal .modal-footer button").last
+                ok.click()
+                ok.wait_for(state="hidden")
             ctx.close()
 
             # the student: Nbgrader -> Assignment List, fetch the feedback, open the page
@@ -735,7 +740,7 @@ def formgrader_and_feedback_in_the_browser(hub, wrong: dict, timings: dict) -> N
             stamps = json.loads(page.request.get(f"{base}/user/{student}/api/contents/{folder}").text())["content"]
             stamp = [e["name"] for e in stamps if e["type"] == "directory"][0]
             page.goto(f"{base}/user/{student}/lab/tree/{folder}/{stamp}/{nb_name}.html")
-            view = page.frame_locator(".jp-RenderedHTMLCommon iframe, iframe[sandbox]").first
+            view = page.frame_locator("iframe[sandbox]").first
             total = sum(expected_scores("wrong").values()) + points
             view.get_by_text(re.compile(rf"Score:\s*{total:g}(\.0+)?\s*/")).first.wait_for()
             _shot(page, "student-feedback")
