@@ -82,7 +82,6 @@ if LIMITS and site.get("spawner") == "systemd":
     c.SystemdSpawner.mem_limit = LIMITS["memory"]
     c.SystemdSpawner.cpu_limit = float(LIMITS["cpu"])
     c.SystemdSpawner.unit_extra_properties = {"TasksMax": str(LIMITS["tasks"])}
-    c.SystemdSpawner.user_workingdir = "{USERHOME}"
     c.SystemdSpawner.isolate_tmp = True
     c.SystemdSpawner.disable_user_sudo = True
 elif LIMITS:
