@@ -297,11 +297,20 @@ class Browser:
 @pytest.fixture(scope="module")
 def hub():
     """setup.sh at temporary paths, three users, a running hub; everything undone afterwards."""
+    with running_hub(["right", "wrong"]) as info:
+        yield info
+
+
+@contextmanager
+def running_hub(students: list[str], hub_args: tuple = ()):
+    """setup.sh at temporary paths, an instructor and `students` (keys of info["users"]) as
+    Unix users, a running hub; everything undone afterwards."""
     if WHY_NOT:
         pytest.fail(f"ROOFLINE_REQUIRE_HUB=1, but this test {WHY_NOT}")
     t_start = time.monotonic()
     tag = f"{os.getpid() % 10000}{secrets.token_hex(2)}"
-    users = {"instructor": f"rft{tag}i", "right": f"rft{tag}a", "wrong": f"rft{tag}b"}
+    users = {"instructor": f"rft{tag}i",
+             **{who: f"rft{tag}{chr(ord('a') + i) if i < 26 else i}" for i, who in enumerate(students)}}
     groups = (f"rft{tag}-students", f"rft{tag}-instructors")
     base = Path(tempfile.mkdtemp(prefix="roofline-hub-", dir="/tmp"))
     base.chmod(0o755)                       # the exchange inside must be reachable by every user
@@ -312,7 +321,7 @@ def hub():
         cmd = [str(KIT / "setup.sh"), "--prefix", str(PREFIX), "--exchange", str(base / "exchange"),
                "--config-dir", str(base / "etc"), "--state-dir", str(base / "state"), "--python", SYSTEM_PYTHON,
                "--bind-url", info["url"], "--students-group", groups[0], "--instructors-group", groups[1],
-               "--instructor", users["instructor"], "--student", users["right"], "--student", users["wrong"],
+               "--instructor", users["instructor"], *[x for who in students for x in ("--student", users[who])],
                "--memory-limit", MEMORY_LIMIT, "--tasks-limit", str(TASKS_LIMIT), "--no-service"]
         t0 = time.monotonic()
         with locked(Path(str(PREFIX) + ".lock")):
@@ -340,7 +349,7 @@ def hub():
         hub_proc = subprocess.Popen(
             [str(PREFIX / "env" / "bin" / "jupyterhub"), "-f", str(base / "etc" / "jupyterhub_config.py"),
              f"--JupyterHub.hub_bind_url=http://127.0.0.1:{hub_port}",
-             f"--ConfigurableHTTPProxy.api_url=http://127.0.0.1:{proxy_port}"],
+             f"--ConfigurableHTTPProxy.api_url=http://127.0.0.1:{proxy_port}", *hub_args],
             cwd=base / "state", stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             env={"PATH": f"{PREFIX / 'env' / 'bin'}:/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"})
         info["hub_proc"] = hub_proc
@@ -787,3 +796,139 @@ def limits_hold(hub, other, bomber, timings: dict) -> None:
     deadline = time.monotonic() + 60
     while len(_pids_of(bomber.user)) > 3 and time.monotonic() < deadline:
         time.sleep(1)
+
+
+# ---- a class at once: the load test ----------------------------------------------------------------
+CROWD = int(os.environ.get("ROOFLINE_HUB_LOAD_STUDENTS", "20"))
+
+
+def run_all(b: Browser, path: str, timeout: float = 600) -> dict:
+    """Run All: every code cell of the notebook at `path`, in order, in a new kernel of the
+    student's server (as JupyterLab does, over the kernel's websocket); the outputs saved into
+    the notebook. Returns the number of cells run and the memory (KiB) the student's processes
+    hold with the kernel still up; a cell that fails is an AssertionError."""
+    import asyncio
+    import uuid
+
+    from tornado.httpclient import HTTPRequest
+    from tornado.websocket import websocket_connect
+
+    r = b.post("api/sessions", json={"path": path, "type": "notebook", "name": Path(path).name,
+                                     "kernel": {"name": "python3"}})
+    r.raise_for_status()
+    kernel = r.json()["kernel"]["id"]
+    nb = b.get(f"api/contents/{path}", params={"content": 1}).json()["content"]
+    session = uuid.uuid4().hex
+    url = b.url(f"api/kernels/{kernel}/channels?session_id={session}").replace("http://", "ws://", 1)
+    cookie = "; ".join(f"{c.name}={c.value}" for c in b.s.cookies)
+
+    async def execute(ws, code: str) -> list:
+        msg_id = uuid.uuid4().hex
+        await ws.write_message(json.dumps({
+            "header": {"msg_id": msg_id, "username": b.user, "session": session, "msg_type": "execute_request",
+                       "version": "5.3"},
+            "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
+            "content": {"code": code, "silent": False, "store_history": True, "user_expressions": {},
+                        "allow_stdin": False, "stop_on_error": True}}))
+        outputs = []
+        while True:
+            msg = await asyncio.wait_for(ws.read_message(), timeout)
+            assert msg is not None, f"{b.user}: the kernel's websocket closed"
+            m = json.loads(msg)
+            if m.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            kind = m["header"]["msg_type"]
+            if kind in ("stream", "display_data", "execute_result", "error"):
+                outputs.append({"output_type": kind, **{k: v for k, v in m["content"].items() if k != "transient"}})
+            if kind == "execute_reply":
+                assert m["content"]["status"] == "ok", f"{b.user}: a cell failed: {m['content']}\n{code[:300]}"
+                return outputs
+
+    async def talk() -> int:
+        ws = await websocket_connect(HTTPRequest(url, headers={"Cookie": cookie, "Origin": b.base}))
+        ran = 0
+        for cell in nb["cells"]:
+            if cell["cell_type"] == "code" and cell["source"].strip():
+                cell["outputs"] = await execute(ws, cell["source"])
+                ran += 1
+        ws.close()
+        return ran
+
+    ran = asyncio.run(talk())
+    rss = _rss_kib(b.user)
+    b.put(f"api/contents/{path}", json={"type": "notebook", "format": "json", "content": nb}).raise_for_status()
+    b.s.delete(b.url(f"api/kernels/{kernel}"), headers={"X-XSRFToken": b.s.cookies.get("_xsrf", path=f"/user/{b.user}/")},
+               timeout=60)
+    return {"cells": ran, "rss_kib": rss}
+
+
+def one_student(hub, who: str, answers: dict) -> dict:
+    """Log in, spawn, fetch, answer, Run All, submit; the seconds of each step."""
+    user = hub["users"][who]
+    b, t = Browser(hub["url"], user), {}
+    t0 = time.monotonic()
+    b.login(hub["passwords"][user])
+    t["login"], t0 = time.monotonic() - t0, time.monotonic()
+    b.spawn(timeout=600)
+    t["spawn"], t0 = time.monotonic() - t0, time.monotonic()
+    b.nbgrader("fetch")
+    t["fetch"], t0 = time.monotonic() - t0, time.monotonic()
+    name = next((REPO / "notebooks" / ASSIGNMENT).glob("*.ipynb")).name
+    path = f"{COURSE_ID}/{ASSIGNMENT}/{name}"
+    nb = b.get(f"api/contents/{path}", params={"content": 1}).json()["content"]
+    for cell in nb["cells"]:
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if gid in answers:
+            cell["source"] = answers[gid]
+    b.put(f"api/contents/{path}", json={"type": "notebook", "format": "json", "content": nb}).raise_for_status()
+    t0 = time.monotonic()
+    ran = run_all(b, path)
+    t["run all"], t0 = time.monotonic() - t0, time.monotonic()
+    submitted = b.nbgrader("submit")
+    assert submitted["success"], submitted
+    t["submit"] = time.monotonic() - t0
+    return {"timings": t, **ran}
+
+
+def test_a_class_at_once(capsys):
+    """CROWD students (20 unless ROOFLINE_HUB_LOAD_STUDENTS says) log in, fetch, Run All lesson 1
+    and submit at the same time, on loopback; every submission must reach the exchange and be
+    collected. The p50/p95 of each step and the memory the students' processes held are
+    printed (figures, not assertions: they depend on the machine)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    students = [f"s{i:02d}" for i in range(CROWD)]
+    # the kit's 60 s for a server to start suits a machine sized for its class; this test's
+    # machine may be far smaller (2 shared cores): the spawn times it measures are what it prints
+    slow = ("--Spawner.start_timeout=900", "--Spawner.http_timeout=900")
+    with running_hub(students, slow) as hub, hub_log_on_failure(hub):
+        instructor(hub, "release", ASSIGNMENT, "--exchange")
+        answers = right_answers()
+        t0 = time.monotonic()
+        with ThreadPoolExecutor(max_workers=CROWD) as pool:
+            results = list(pool.map(lambda who: one_student(hub, who, answers), students))
+        wall = time.monotonic() - t0
+        collect_from_exchange(hub)
+        collected = sorted(p.parent.name for p in (hub["course"] / "submitted").glob(f"*/{ASSIGNMENT}")
+                           if any(p.glob("*.ipynb")))
+        assert collected == sorted(hub["users"][s] for s in students), collected
+        cells = {r["cells"] for r in results}
+        assert len(cells) == 1 and cells.pop() > 0, cells
+    import statistics
+
+    with capsys.disabled():
+        print(f"\n{CROWD} students at once on {os.cpu_count()} CPU cores, "
+              f"{os.sysconf('SC_PHYS_PAGES') * os.sysconf('SC_PAGE_SIZE') / 2**30:.0f} GiB: all {CROWD} "
+              f"submissions collected; whole class {wall:.0f} s")
+        for step in results[0]["timings"]:
+            xs = sorted(r["timings"][step] for r in results)
+            q = statistics.quantiles(xs, n=20, method="inclusive")
+            print(f"  {step:10s} p50 {statistics.median(xs):6.1f} s   p95 {q[18]:6.1f} s   max {xs[-1]:6.1f} s")
+        rss = sorted(r["rss_kib"] / 1024 for r in results)
+        print(f"  memory of a student's processes (server + kernel) after Run All: median "
+              f"{statistics.median(rss):.0f} MiB, max {rss[-1]:.0f} MiB")
+
+
+def _rss_kib(user: str) -> int:
+    p = subprocess.run(["ps", "-o", "rss=", "-u", user], capture_output=True, text=True)
+    return sum(int(x) for x in p.stdout.split())
