@@ -211,6 +211,10 @@ sed -e "s|@EXCHANGE@|$EXCHANGE|g" -e "s|@COURSE_ID@|$COURSE_ID|g" \
 # disables and so would stop an instructor's own settings from switching the tools back on.
 server_extensions_json false > "$ENV/etc/jupyter/jupyter_server_config.d/roofline-hub.json"
 lab_plugins_json true | json_merge "$ENV/etc/jupyter/labconfig/page_config.json"
+# No "get notified about official Jupyter news?" prompt: the hub's users never fetch jupyter.org
+mkdir -p "$ENV/share/jupyter/lab/settings"
+echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false"}}' \
+    | json_merge "$ENV/share/jupyter/lab/settings/overrides.json"
 # The Formgrader is an iframe inside JupyterLab: the single-user server must allow its own pages
 # to frame it (its default Content-Security-Policy, frame-ancestors 'none', leaves it blank;
 # nbgrader #1870). Only this file is read for it: jupyter_server_config.d/ only toggles extensions.
