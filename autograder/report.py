@@ -45,6 +45,7 @@ import nbformat
 from .course import Course, answer_cells
 
 NO_ANSWER = "(no answer)"
+REASONING = ("_reasoning", "_reason", "_explanation")     # as autograder.course.answer_cells
 NOT_RECORDED = "(not recordable)"
 
 
@@ -196,15 +197,22 @@ def _variable_verdict(var: str, tests: list, verdicts: dict) -> tuple[bool, str 
 
 
 def answer_variables(cell, tests: dict) -> list[str]:
-    """The answer cell's variables that are answers: those a test of its question reads from the
-    student ({grade_id: verify.TestCell}) without assigning them itself. A helper the solution
-    computes on the way (`capacity`, which the hidden test computes for itself) is not one."""
+    """The answers of an answer cell: the variables a test of its question reads from that cell
+    ({grade_id: verify.TestCell}; by name, or declared in course_lib.questions) without assigning
+    them itself, in the order the tests read them. A helper the solution computes on the way
+    (`capacity`, which a test either never reads or computes for itself) is not one, nor is a
+    free-text reasoning variable (q3_reasoning: it earns nothing)."""
     from .course import assigned_names
 
-    def reads(t, v):
-        return v in t.names and v not in assigned_names(t.source)
-
-    return [v for v in cell.variables if any(reads(tests[g], v) for g in cell.tests if g in tests)]
+    out = []
+    for g in cell.tests:
+        t = tests.get(g)
+        if t is None:
+            continue
+        own = set(assigned_names(t.source))
+        out += [n for n in t.names if t.sources.get(n) == cell.grade_id and n not in own and n not in out
+                and not n.endswith(REASONING)]
+    return out
 
 
 def misconceptions(course: Course, assignment: str, truth_record: dict | None = None) -> list[dict]:

@@ -624,26 +624,16 @@ def test_the_report_judges_each_variable_on_its_own(run):
 
 
 def test_a_helper_variable_of_the_solution_is_no_answer():
-    from autograder.course import answer_cells
+    import nbformat as nbf
+
+    from autograder.course import answer_cells, assigned_names
     from autograder.report import answer_variables
     from autograder.verify import test_cells
 
     src = REPO / "solutions" / "03_two_phases" / "two_phases.ipynb"
     tests = {t.grade_id: t for t in test_cells(src)}
     q5 = next(c for c in answer_cells(src) if c.grade_id == "phases_q5_answer")
-    assert "capacity" in q5.variables          # the solution assigns it and a hidden test names it
+    cell = next(c for c in nbf.read(str(src), as_version=4).cells
+                if c.metadata.get("nbgrader", {}).get("grade_id") == "phases_q5_answer")
+    assert "capacity" in assigned_names(cell.source)      # the solution's helper
     assert answer_variables(q5, tests) == ["q5_capacity_gb", "q5_max_batch"]
-
-
-def test_feedback_labels_cells_by_question_and_names_every_wrong_answer(run):
-    page = _page(run, "monkey")
-    text = _text(page)
-    assert "Test cell" not in text and "Grade cell" not in text
-    assert "Q1 · A time and a regime: correctness check" in text and "Q2 · Bytes: correctness check" in text
-    # monkey's time (1 ms) and regime ('compute') are both wrong: the page names both
-    assert "pre-wrap" in page                                    # long verdicts wrap
-    book = nbformat.read(str(run["course"].autograded / "monkey" / "t3" / "units.ipynb"), as_version=4)
-    per = book.metadata["autograder"]["verdicts"]["t3units_q1_correct"]["per_variable"]
-    assert not per["q1_time"]["passed"] and not per["q1_regime"]["passed"], per
-    for x in per.values():
-        assert x["message"].strip() and x["message"].strip().splitlines()[0] in text, (x, text)
