@@ -834,7 +834,7 @@ def run_all(b: Browser, path: str, timeout: float = 600) -> dict:
         while True:
             msg = await asyncio.wait_for(ws.read_message(), timeout)
             assert msg is not None, f"{b.user}: the kernel's websocket closed"
-            m = json.loads(msg)
+            m = json.loads(_message_json(msg))
             if m.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
             kind = m["header"]["msg_type"]
@@ -860,6 +860,16 @@ def run_all(b: Browser, path: str, timeout: float = 600) -> dict:
     b.s.delete(b.url(f"api/kernels/{kernel}"), headers={"X-XSRFToken": b.s.cookies.get("_xsrf", path=f"/user/{b.user}/")},
                timeout=60)
     return {"cells": ran, "rss_kib": rss}
+
+
+def _message_json(msg) -> str | bytes:
+    """The JSON part of a kernel websocket message: text as is; a binary frame (a message with
+    buffers, e.g. a widget's) is a count, offsets (big-endian uint32), the JSON, the buffers."""
+    if isinstance(msg, str):
+        return msg
+    n = int.from_bytes(msg[:4], "big")
+    offsets = [int.from_bytes(msg[4 + 4 * i:8 + 4 * i], "big") for i in range(n)]
+    return msg[offsets[0]:offsets[1] if n > 1 else len(msg)]
 
 
 def one_student(hub, who: str, answers: dict) -> dict:
