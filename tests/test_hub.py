@@ -9,7 +9,17 @@ instructor collects from the exchange (`nbgrader collect`), grades sandboxed, ge
 feedback (`python -m autograder ...` from the installed environment); the students fetch it.
 
 Checked: the scores, feedback without hidden tests, what a student can read (not the instructor's
-files, not the other student's work), no Formgrader for students (and one for the instructor).
+files, not the other student's work), no Formgrader for students (and one for the instructor);
+nbgrader's flag and the export's and report's flag columns (neither student handed in a prediction
+record); the shared environment on PATH in a login shell and in a hub terminal (`python -m
+autograder --help`); in Debian's chromium (Playwright), the Formgrader inside JupyterLab, a written
+answer graded on its manual-grading page, feedback regenerated and released from the Formgrader's
+buttons, and the student opening the new page from the Assignment List with the new score
+(screenshots in artifacts/hub/); the per-student limits: a memory bomb and a fork bomb in one
+student's server while the other student's terminal and the hub keep answering.
+
+test_a_class_at_once: 20 students log in, fetch, Run All lesson 1 and submit at once; every
+submission collected; the p50/p95 of each step printed.
 Everything started is stopped by pid. Timings are printed (targets on a 2-core machine: hub ready
 <= 10 s, a student round trip <= 15 s, the test <= 3 min); the first run also builds the shared
 environment (about a minute and a half), which is reported separately and reused by later runs
