@@ -327,6 +327,10 @@ def running_hub(students: list[str], hub_args: tuple = ()):
     port, hub_port, proxy_port = free_ports(3)
     info = {"users": users, "base": base, "url": f"http://127.0.0.1:{port}", "timings": {}, "log": base / "hub.log"}
     hub_proc = None
+    # setup.sh puts the shared environment on every login shell's PATH: on this machine, only for
+    # the test's duration (what was there before is put back)
+    profile = Path("/etc/profile.d/roofline-course.sh")
+    profile_before = profile.read_bytes() if profile.exists() else None
     try:
         cmd = [str(KIT / "setup.sh"), "--prefix", str(PREFIX), "--exchange", str(base / "exchange"),
                "--config-dir", str(base / "etc"), "--state-dir", str(base / "state"), "--python", SYSTEM_PYTHON,
@@ -384,6 +388,10 @@ def running_hub(students: list[str], hub_args: tuple = ()):
         for g in groups:
             subprocess.run(["groupdel", g], capture_output=True)
         shutil.rmtree(base, ignore_errors=True)
+        if profile_before is None:
+            profile.unlink(missing_ok=True)
+        else:
+            profile.write_bytes(profile_before)
 
 
 def _pids_of(user: str) -> list[int]:
