@@ -21,8 +21,10 @@ c.OverwriteCells.add_missing_cells = True
 # nbgrader's own feedback (the formgrader's "Generate feedback" button, `nbgrader generate_feedback`)
 # goes through the autograder's scrubbing, exactly as `python -m autograder feedback`: hidden
 # tests shown as their verdict, outputs size-capped, ungraded written answers "awaiting
-# instructor grading". Without the autograder package installed this config fails to load: it
-# must never fall back to nbgrader's pages, which show the hidden tests.
+# instructor grading". Only the feedback step's exporter gets the course's template: the
+# Formgrader's own HTMLExporter keeps nbgrader's "formgrade" template (never set HTMLExporter.*
+# here: every manual-grading page would fail). Without the autograder package installed this
+# config fails to load: it must never fall back to nbgrader's pages, which show the hidden tests.
 from autograder.feedback import configure_nbgrader_feedback  # noqa: E402
 
 configure_nbgrader_feedback(c)

@@ -35,7 +35,9 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import nbformat
+from nbconvert.exporters import HTMLExporter
 from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import default
 
 from .course import HIDDEN_BEGIN, Course, default_jobs, hidden_test_lines, strip_hidden_tests
 from .release import ensure_tools_on_path
@@ -80,6 +82,31 @@ def _stream(text: str):
     return NotebookNode(output_type="stream", name="stdout", text=text)
 
 
+KINDS = {"form": "form check", "correct": "correctness check", "reflection": "written answer",
+         "answer": "answer", "prediction": "prediction"}
+
+
+def cell_label(grade_id: str, title: str) -> str:
+    """What the feedback page calls a graded cell: its question and what the cell is, e.g.
+    "Q3 · When does a matrix multiply become compute-bound?: correctness check"."""
+    kind = grade_id.rsplit("_", 1)[-1] if "_" in grade_id else ""
+    what = KINDS.get(kind, kind.replace("_", " ") or "test")
+    return f"{title}: {what}" if title else what
+
+
+def verdict_message(v: dict) -> str:
+    """The clean verdict's message; for a question with several answers, one line for every
+    wrong answer (a hidden test stops at its first failed check)."""
+    wrong = [(n, x) for n, x in (v.get("per_variable") or {}).items() if not x.get("passed")]
+    if len(wrong) < 2:
+        return v.get("message") or ""
+    lines = []
+    for name, x in wrong:
+        msg = (x.get("message") or "wrong").strip()
+        lines.append(msg if name in msg else f"{name}: {msg}")
+    return "\n".join(lines)
+
+
 class SafeFeedback(NbGraderPreprocessor):
     """Make an autograded notebook safe to show its student (see the module's docstring)."""
 
@@ -89,8 +116,16 @@ class SafeFeedback(NbGraderPreprocessor):
         safe_order = "hidden_run_last" in meta
         hidden_ids = set(meta.get("hidden_run_last", []))
         seen_hidden = False
+        title = ""
         for cell in nb.cells:
-            gid = (cell.metadata.get("nbgrader") or {}).get("grade_id")
+            m = cell.metadata.get("nbgrader") or {}
+            gid = m.get("grade_id")
+            if cell.cell_type == "markdown":
+                for line in cell.source.splitlines():
+                    if line.startswith("#") and re.search(r"\bQ\d+\b", line):
+                        title = re.sub(r"\s*\(\d+ points?\)\s*$", "", line.lstrip("#").strip())
+            if gid and (m.get("grade") or m.get("solution") or m.get("task")):
+                m["feedback_label"] = cell_label(gid, title)    # the template's name for the cell
             if cell.cell_type != "code":
                 continue
             is_hidden = HIDDEN_BEGIN in cell.source or gid in hidden_ids
@@ -100,7 +135,7 @@ class SafeFeedback(NbGraderPreprocessor):
                     else PLACEHOLDER
                 v = verdicts.get(gid)
                 if v is not None:
-                    cell.outputs = [] if v["passed"] else [_error(v.get("ename") or "AssertionError", v.get("message") or "")]
+                    cell.outputs = [] if v["passed"] else [_error(v.get("ename") or "AssertionError", verdict_message(v))]
                 else:    # no clean verdict: the name of the error only, nothing the kernel printed
                     errs = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
                     cell.outputs = [_error(errs[0].get("ename", "Error"), "(message not shown)")] if errs else []
@@ -113,7 +148,7 @@ class SafeFeedback(NbGraderPreprocessor):
             if v is not None and not v["passed"] and not any(o.get("output_type") == "error" for o in cell.outputs):
                 # the kernel let it pass; the check of the recorded answer did not
                 cell.outputs = list(cell.outputs) + [_error(v.get("ename") or "AssertionError",
-                                                            (v.get("message") or "") + " (checked again from your recorded answer)")]
+                                                            verdict_message(v) + " (checked again from your recorded answer)")]
             cap_outputs(cell)
         self._awaiting(nb, resources)
         nb.metadata.pop("autograder", None)
@@ -142,17 +177,32 @@ class SafeFeedback(NbGraderPreprocessor):
         info["awaiting_points"] = total
 
 
+class FeedbackHTMLExporter(HTMLExporter):
+    """nbgrader's HTMLExporter with the course's feedback template: used by generate_feedback only.
+
+    Setting HTMLExporter.template_name (and its template folders) in the course's config would
+    also change the exporter the Formgrader renders submissions with: its manual-grading pages
+    need nbgrader's own "formgrade" template (HTTP 500, TemplateNotFound, otherwise)."""
+
+    @default("template_name")
+    def _feedback_template_name(self):
+        return "feedback"
+
+
 def configure_nbgrader_feedback(c) -> None:
     """Make nbgrader's generate_feedback (CLI, formgrader) produce the safe pages: called by the
-    course's nbgrader_config.py and by `python -m autograder feedback`."""
+    course's nbgrader_config.py and by `python -m autograder feedback`. Only the feedback step's
+    exporter is configured; the Formgrader's HTMLExporter keeps its own template."""
     from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
     from nbgrader.preprocessors import GetGrades
 
     c.GenerateFeedback.preprocessors = [GetGrades, SafeFeedback, CSSHTMLHeaderPreprocessor]
-    # nbgrader's API (the formgrader's button) forces the template name "feedback": the course's
-    # own "feedback" template, found first, is used whatever calls it
-    c.HTMLExporter.template_name = "feedback"
-    c.HTMLExporter.extra_template_basedirs = [str(TEMPLATES)]
+    c.GenerateFeedback.exporter_class = FeedbackHTMLExporter
+    # nbgrader's API (the formgrader's button) forces HTMLExporter.template_name = "feedback" and,
+    # unless configured, nbgrader's own template folder (whose feedback page shows hidden tests):
+    # this section, the subclass's, overrides both for the feedback exporter alone
+    c.FeedbackHTMLExporter.template_name = "feedback"
+    c.FeedbackHTMLExporter.extra_template_basedirs = [str(TEMPLATES)]
 
 
 def feedback_config(course: Course):

@@ -296,7 +296,7 @@ def grade_one(job: dict) -> dict:
     shutil.copytree(job["submitted"], root / "submitted" / student / a, symlinks=False)
     out = {"student": student, "success": False, "log": "", "error": "", "cause": "", "data": None,
            "autograded": None, "seconds": 0.0, "stopped": {}, "notes": [], "flags": [], "verdicts": {},
-           "predictions": [],
+           "predictions": [], "flag_reasons": {},
            "answers": {}, "timings": {}}
     try:
         for p in sorted((root / "submitted" / student / a).glob("*.ipynb")):
@@ -329,9 +329,15 @@ def grade_one(job: dict) -> dict:
         if result.get("success") and dest.is_dir():
             out["verdicts"], out["flags"], books = _apply_clean_verdicts(root, a, student, dest, job, spec_args,
                                                                          records)
+            for f in out["flags"]:
+                out["flag_reasons"].setdefault(f["notebook"], []).append(
+                    f"{f['cell']}: the kernel's verdict differs from the re-verification (check for tampering)")
             for name, book in books.items():
                 meta = book.metadata.get("autograder", {})
-                out["predictions"] += [f"{name}: {line}" for line in predictions.summarize(meta)]
+                lines = predictions.summarize(meta)
+                out["predictions"] += [f"{name}: {line}" for line in lines]
+                if lines:
+                    out["flag_reasons"].setdefault(name, []).extend(lines)
                 out["answers"][name] = meta.get("answers", {})
                 out["timings"][name] = meta.get("timings", {})
                 if meta.get("stopped"):
@@ -423,6 +429,35 @@ def merge_submission(db_url: str, assignment: str, student: str, data: dict) -> 
         except BaseException:
             db.rollback()
             raise
+
+
+def flag_submission(db_url: str, assignment: str, student: str, reasons: dict) -> None:
+    """Set nbgrader's flag (the Formgrader's "Flagged?") on each notebook of the student's
+    submission that `reasons` names ({notebook: [why, ...]}; "*" for every notebook). A flag is
+    never cleared here: an instructor unflags in the Formgrader after looking."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    if not reasons:
+        return
+    with Gradebook(db_url) as gb:
+        try:
+            sub = gb.find_submission(assignment, student)
+        except MissingEntry:
+            return
+        for nb in sub.notebooks:
+            if reasons.get(nb.name) or reasons.get("*"):
+                nb.flagged = True
+        gb.db.commit()
+
+
+def flag_reasons(course: Course, assignment: str, student: str) -> list[str]:
+    """Why the last grading flagged this submission: "notebook: why" lines (a failure, a
+    disagreement with the re-verification, a prediction record missing or edited, a prediction
+    changed after its reveal); empty when nothing did."""
+    st = grading_status(course, assignment, student)
+    if st.get("status") == "failed":
+        return [f"grading failed: {st.get('cause', 'failed')}"]
+    return [f"{nb}: {why}" for nb, whys in sorted((st.get("flags") or {}).items()) for why in whys]
 
 
 def _write_json(path: Path, data) -> None:
@@ -768,7 +803,8 @@ def _finish(course: Course, assignment: str, res: dict, fp: str, sandboxed: bool
                      "graded_at": dt.datetime.now(dt.timezone.utc).isoformat(), "sandboxed": sandboxed,
                      "seconds": round(res["seconds"], 2), "stopped": res["stopped"], "notes": res.get("notes", []),
                      "disagreements": res.get("flags", []), "predictions": res.get("predictions", []),
-                     "variant": res.get("variant") or {}})
+                     "variant": res.get("variant") or {}, "flags": res.get("flag_reasons", {})})
+        flag_submission(course.db_url, assignment, s, res.get("flag_reasons", {}))
         summary.graded.append(s)
         if res["stopped"]:
             summary.stopped[s] = res["stopped"]
@@ -788,6 +824,8 @@ def _finish(course: Course, assignment: str, res: dict, fp: str, sandboxed: bool
                     {"status": "failed", "cause": cause,
                      "at": dt.datetime.now(dt.timezone.utc).isoformat(), "notes": res.get("notes", [])})
         summary.failed[s] = cause
+        # an earlier grade stays in the gradebook: flag it (a first failure has no entry to flag)
+        flag_submission(course.db_url, assignment, s, {"*": [cause]})
 
 
 # ---------------------------------------------------------------------------------------------

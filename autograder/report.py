@@ -1,8 +1,10 @@
 """`report`: the misconception report of an assignment.
 
 For every predict-then-verify question (each answer cell, each answer variable its tests read):
-how many students gave each answer, which answer is right, and the share of students who got the
-question wrong. Written to reports/<assignment>/:
+how many students gave each answer, which answer is right, and the share of students whose
+answer for that variable is wrong (each variable judged on its own: one wrong answer of a
+two-answer question does not make the other wrong). Helper variables a solution computes on the
+way (read by no test of the question as the student's) are not answers and are not listed. Written to reports/<assignment>/:
 
 * misconceptions.csv -- notebook, question, title, answer_cell, variable, answer, count, is_truth,
   truth, students, wrong, share_wrong, label, examples
@@ -10,7 +12,10 @@ question wrong. Written to reports/<assignment>/:
 * predictions.csv -- per predict-then-verify question and student: the rule the grade used
   (committed, changed-after-reveal, final, no-record), from what to what a prediction changed
   after its reveal, and whether the record was missing or looked edited
-* scores.csv / scores.png -- every student's score per notebook and its distribution
+* scores.csv / scores.png -- every student's score per notebook and its distribution; with
+  needs_manual_grade (a written answer not graded yet) and flag (nbgrader's flag, with the
+  grader's reasons: verdicts differing from the re-verification, no or an edited prediction
+  record, a prediction changed after its reveal)
 * copies.csv / variants.csv -- possible copies across students' variants, with the evidence, and
   the numbers each student was graded on (autograder.copies)
 
@@ -42,6 +47,7 @@ import nbformat
 from .course import Course, answer_cells
 
 NO_ANSWER = "(no answer)"
+REASONING = ("_reasoning", "_reason", "_explanation")     # as autograder.course.answer_cells
 NOT_RECORDED = "(not recordable)"
 
 
@@ -172,14 +178,6 @@ def graded_students(course: Course, assignment: str) -> list[str]:
                   if p.is_dir() and not p.parent.name.startswith(".") and p.parent.name not in failed)
 
 
-def _passed(verdict: dict | None) -> bool:
-    """Whether a hidden test passed, judging a prediction changed after its reveal by the one
-    committed before (its score is zero either way)."""
-    if not verdict:
-        return False
-    return bool((verdict.get("committed") or verdict).get("passed", False))
-
-
 def _variable_verdict(var: str, tests: list, verdicts: dict) -> tuple[bool, str | None]:
     """(right, label) of one answer variable from its question's clean verdicts."""
     right, label = True, None
@@ -200,6 +198,25 @@ def _variable_verdict(var: str, tests: list, verdicts: dict) -> tuple[bool, str 
     return right, label
 
 
+def answer_variables(cell, tests: dict) -> list[str]:
+    """The answers of an answer cell: the variables a test of its question reads from that cell
+    ({grade_id: verify.TestCell}; by name, or declared in course_lib.questions) without assigning
+    them itself, in the order the tests read them. A helper the solution computes on the way
+    (`capacity`, which a test either never reads or computes for itself) is not one, nor is a
+    free-text reasoning variable (q3_reasoning: it earns nothing)."""
+    from .course import assigned_names
+
+    out = []
+    for g in cell.tests:
+        t = tests.get(g)
+        if t is None:
+            continue
+        own = set(assigned_names(t.source))
+        out += [n for n in t.names if t.sources.get(n) == cell.grade_id and n not in own and n not in out
+                and not n.endswith(REASONING)]
+    return out
+
+
 def misconceptions(course: Course, assignment: str, truth_record: dict | None = None) -> list[dict]:
     """One dict per (question variable, answer class)."""
     from .copies import own_truth_entry
@@ -211,7 +228,8 @@ def misconceptions(course: Course, assignment: str, truth_record: dict | None = 
     for nb in course.notebooks(assignment):
         src = course.source / assignment / f"{nb}.ipynb"
         cells = answer_cells(src)
-        reads = {t.grade_id: set(t.names) for t in test_cells(src)}
+        by_id = {t.grade_id: t for t in test_cells(src)}
+        reads = {g: set(t.names) for g, t in by_id.items()}
         books = {}
         for s in students:
             p = course.autograded / s / assignment / f"{nb}.ipynb"
@@ -219,16 +237,12 @@ def misconceptions(course: Course, assignment: str, truth_record: dict | None = 
                 books[s] = nbformat.read(str(p), as_version=4).metadata.get("autograder", {}) or {}
         tv = truth_record.get(nb, {}).get("answers", {})
         for cell in cells:
-            if not cell.variables:
-                continue
             hidden = cell.hidden_tests
-            wrong = sum(1 for s, meta in books.items()
-                        if any(not _passed(meta.get("verdicts", {}).get(g)) for g in hidden)) if hidden else None
-            for var in cell.variables:
+            for var in answer_variables(cell, by_id):
                 t_entry = tv.get(cell.grade_id, {}).get(var)
                 truth_label = category(t_entry, t_entry, right=True) if t_entry else None
                 tests = [g for g in hidden if var in reads.get(g, set())]
-                counts, labels, examples = Counter(), {}, {}
+                counts, labels, examples, n_wrong = Counter(), {}, {}, 0
                 for s, meta in books.items():
                     entry = _counted(meta, cell, var)
                     if tests:
@@ -240,6 +254,7 @@ def misconceptions(course: Course, assignment: str, truth_record: dict | None = 
                     cat = category(entry, own or t_entry, right=right, label=label)
                     if right is None and truth_label is not None and cat == truth_label:
                         right = True
+                    n_wrong += not right       # this variable's own verdict, not its question's
                     counts[cat] += 1
                     if label:
                         labels[cat] = label
@@ -248,7 +263,6 @@ def misconceptions(course: Course, assignment: str, truth_record: dict | None = 
                             examples.setdefault(cat, [])
                             if show(v) not in examples[cat] and len(examples[cat]) < 3:
                                 examples[cat].append(show(v))
-                n_wrong = wrong if wrong is not None else sum(n for c, n in counts.items() if c != truth_label)
                 base = {"notebook": nb, "question": cell.question or cell.grade_id, "title": cell.title,
                         "answer_cell": cell.grade_id, "variable": var, "truth": truth_label or "",
                         "students": len(books), "wrong": n_wrong,
@@ -314,7 +328,7 @@ def score_rows(course: Course, assignment: str) -> list[dict]:
     """Every graded student's score per notebook (failed gradings left out: they are no zeros)."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    from .grade import failed_students
+    from .grade import failed_students, flag_reasons
 
     failed = failed_students(course, assignment)
     rows = []
@@ -327,9 +341,12 @@ def score_rows(course: Course, assignment: str) -> list[dict]:
         for sub in sorted(a.submissions, key=lambda s: s.student.id):
             if sub.student.id in failed:
                 continue
+            reasons = flag_reasons(course, assignment, sub.student.id)
             for nb in sub.notebooks:
+                mine = [r.split(": ", 1)[1] for r in reasons if r.startswith(nb.name + ": ")]
                 rows.append({"notebook": nb.name, "student": sub.student.id, "score": nb.score,
-                             "max_score": maxes[nb.name], "needs_manual_grade": nb.needs_manual_grade})
+                             "max_score": maxes[nb.name], "needs_manual_grade": nb.needs_manual_grade,
+                             "flag": ("; ".join(mine) or "flagged") if nb.flagged else ""})
     return rows
 
 
@@ -373,7 +390,7 @@ def plot_misconceptions(rows: list[dict], path: Path) -> None:
         ax.set_yticks(range(len(rs)), [l if len(l) <= 32 else l[:31] + "…" for l in labels], fontsize=8)
         title = rs[0]["title"] or q
         title = title if len(title) <= 60 else title[:59] + "…"
-        ax.set_title(f"{title}\n{var} (the question: {rs[0]['share_wrong']:.0%} wrong of {rs[0]['students']})", fontsize=9)
+        ax.set_title(f"{title}\n{var}: {rs[0]['share_wrong']:.0%} wrong of {rs[0]['students']}", fontsize=9)
         ax.set_xlabel("students", fontsize=8)
         ax.xaxis.get_major_locator().set_params(integer=True)
     fig.suptitle("Predictions vs the truth (green)", fontsize=11)
@@ -409,7 +426,7 @@ def report(course: Course, assignment: str, out_dir: Path | None = None) -> dict
     _write_csv(out / "predictions.csv", changes, ["notebook", "question", "title", "student", "rule", "from", "to",
                                                    "record", "record_problems"])
     srows = score_rows(course, assignment)
-    _write_csv(out / "scores.csv", srows, ["notebook", "student", "score", "max_score", "needs_manual_grade"])
+    _write_csv(out / "scores.csv", srows, ["notebook", "student", "score", "max_score", "needs_manual_grade", "flag"])
     plot_scores(srows, out / "scores.png")
     summary = {}
     for nb in sorted({r["notebook"] for r in srows}):
@@ -421,7 +438,7 @@ def report(course: Course, assignment: str, out_dir: Path | None = None) -> dict
     from .grade import failed_students
 
     return {"dir": str(out), "rows": rows, "scores": summary, "failed": failed_students(course, assignment),
-            "predictions": changes, "copies": write_copies(course, assignment, out)}
+            "predictions": changes, "copies": write_copies(course, assignment, out), "score_rows": srows}
 
 
 def format_report(result: dict) -> str:
@@ -459,6 +476,13 @@ def format_report(result: dict) -> str:
     lines += format_copies(result.get("copies", []))
     for student, cause in sorted(result.get("failed", {}).items()):
         lines.append(f"  left out (grading failed): {student}: {cause}")
+    srows = result.get("score_rows", [])
+    for r in srows:
+        if r.get("flag"):
+            lines.append(f"  FLAGGED: {r['student']} ({r['notebook']}): {r['flag']}")
+    waiting = sorted({r["student"] for r in srows if r.get("needs_manual_grade")})
+    if waiting:
+        lines.append(f"  needs manual grade (written answers not graded yet): {', '.join(waiting)}")
     for nb, s in result["scores"].items():
         lines.append(f"  {nb}: n={s['n']} mean {s['mean']:.1f} median {s['median']:g} "
                      f"min {s['min']:g} max {s['max']:g} (of {s['max_score']:g})")

@@ -163,6 +163,19 @@ def test_tampering_earns_nothing_and_is_reported(run):
     assert "VERDICTS DIFFER: right" not in out and "VERDICTS DIFFER: forms" not in out
     status = json.loads((run["course"].state / "t3" / "monkey.json").read_text())
     assert {d["cell"] for d in status["disagreements"]} == {"t3units_q1_correct", "t3units_q2_correct"}
+    # where the instructor looks: nbgrader's flag (the Formgrader), the export, the report
+    from nbgrader.api import Gradebook
+
+    with Gradebook(run["course"].db_url) as gb:
+        flagged = {s: gb.find_submission_notebook("units", "t3", s).flagged for s in EXPECTED}
+    assert flagged["monkey"] and not flagged["right"], flagged
+    rows = {r["student_id"]: r for r in csv.DictReader((run["base"] / "export.csv").open())}
+    assert "t3units_q1_correct: the kernel's verdict differs" in rows["monkey"]["t3/flag"], rows["monkey"]
+    assert rows["right"]["t3/flag"] == ""
+    assert re.search(r"FLAGGED: monkey \(units\): t3units_q\d_correct: the kernel's verdict differs",
+                     run["report"].stdout), run["report"].stdout
+    scores = {r["student"]: r for r in csv.DictReader((run["course"].reports / "t3" / "scores.csv").open())}
+    assert "check for tampering" in scores["monkey"]["flag"] and scores["right"]["flag"] == ""
 
 
 def _decoded_blobs(page: str) -> str:
@@ -217,7 +230,9 @@ def test_an_ambiguous_repair_fails_and_is_never_a_zero(run):
     assert "ambiguous" not in cell_scores(run["course"].db_url, "t3")
     rows = {r["student_id"]: r for r in csv.DictReader((run["base"] / "export.csv").open())}
     assert rows["ambiguous"]["t3/units"] == "" and rows["ambiguous"]["t3/status"].startswith("failed: cannot be graded")
-    assert rows["right"]["t3/status"] == "graded" and rows["right"]["t3/units"] == "5"
+    # t3's written answer (Why GB and not GiB?) is not graded yet: its point is not in the 5
+    assert rows["right"]["t3/status"] == "needs manual grade" and rows["right"]["t3/units"] == "5"
+    assert rows["ambiguous"]["t3/flag"].startswith("grading failed: cannot be graded"), rows["ambiguous"]
     grades = {r["student_id"]: r for r in csv.DictReader((run["base"] / "grades.csv").open())}
     assert grades["ambiguous"]["total"] == "" and grades["ambiguous"]["status"].startswith("failed:")
     assert "left out (grading failed): ambiguous" in run["report"].stdout
@@ -595,3 +610,30 @@ def test_collect_moodle_folders_and_canvas_late_with_the_late_penalty(course, tm
                                                                     *common).stdout.split()[-1]))}
     assert rows["carol"]["total"] == "4" and rows["alice_ng"]["total"] == "4"
     assert rows["dave"]["late_penalty"] == "4" and rows["dave"]["total"] == "0"     # nbgrader's "zero" penalty
+
+
+def test_the_report_judges_each_variable_on_its_own(run):
+    """Q1 asks for a time and a regime: `half` has the time right and the regime wrong, so it
+    counts as wrong for q1_regime only (a per-question count made it wrong for both)."""
+    rows = list(csv.DictReader((run["course"].reports / "t3" / "misconceptions.csv").open()))
+    wrong = {r["variable"]: int(r["wrong"]) for r in rows if r["answer_cell"] == Q1}
+    # graded: every student of EXPECTED; q1_time wrong: monkey (1 ms), blank; q1_regime also half
+    assert wrong == {"q1_time": 2, "q1_regime": 3}, wrong
+    half = {r["variable"]: r["answer"] for r in rows if r["answer_cell"] == Q1 and r["is_truth"] == "True"}
+    assert set(half) == {"q1_time", "q1_regime"}
+
+
+def test_a_helper_variable_of_the_solution_is_no_answer():
+    import nbformat as nbf
+
+    from autograder.course import answer_cells, assigned_names
+    from autograder.report import answer_variables
+    from autograder.verify import test_cells
+
+    src = REPO / "solutions" / "03_two_phases" / "two_phases.ipynb"
+    tests = {t.grade_id: t for t in test_cells(src)}
+    q5 = next(c for c in answer_cells(src) if c.grade_id == "phases_q5_answer")
+    cell = next(c for c in nbf.read(str(src), as_version=4).cells
+                if c.metadata.get("nbgrader", {}).get("grade_id") == "phases_q5_answer")
+    assert "capacity" in assigned_names(cell.source)      # the solution's helper
+    assert answer_variables(q5, tests) == ["q5_capacity_gb", "q5_max_batch"]

@@ -280,11 +280,13 @@ def test_export_has_a_column_per_notebook_and_the_total(course, tmp_path):
     assert main(["export", "--out", str(out), *map(str, common)]) == 0
     rows = list(csv.DictReader(out.open()))
     assert [r["student_id"] for r in rows] == ["ann", "bob"]
-    assert list(rows[0])[4:] == ["t1/one", "t1/status", "t2/first", "t2/second", "t2/status", "late_penalty", "total"]
+    assert list(rows[0])[4:] == ["t1/one", "t1/status", "t1/flag", "t2/first", "t2/second", "t2/status", "t2/flag",
+                                 "late_penalty", "total"]
     ann, bob = rows
     assert (ann["t1/one"], ann["t2/first"], ann["t2/second"], ann["total"]) == ("", "4", "4", "8")
     assert (bob["t1/one"], bob["t2/first"], bob["t2/second"], bob["total"]) == ("4", "2", "0", "6")
-    assert (ann["t1/status"], ann["t2/status"], bob["t1/status"]) == ("", "graded", "graded")
+    assert (ann["t1/status"], ann["t2/status"], bob["t1/status"]) == ("missing", "graded", "graded")
+    assert (ann["t1/flag"], ann["t2/flag"], bob["t1/flag"]) == ("", "", "")
     assert main(["export", "--out", str(out), "--with-max", *map(str, common)]) == 0
     assert list(csv.DictReader(out.open()))[-1]["total"] == "12"
 

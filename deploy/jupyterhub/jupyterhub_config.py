@@ -55,7 +55,66 @@ c.PAMAuthenticator.open_sessions = False
 # throw-away Unix users.)
 
 # ---- the single-user servers ----------------------------------------------------------------------
-c.JupyterHub.spawner_class = "localprocess"
+def _members(group: str) -> set:
+    try:
+        g = grp.getgrnam(group)
+    except KeyError:
+        return set()
+    return set(g.gr_mem) | {p.pw_name for p in pwd.getpwall() if p.pw_gid == g.gr_gid}
+
+
+# Per-student limits (setup.sh --memory-limit/--tasks-limit/--cpu-limit), so that one student's
+# runaway notebook (a memory or fork bomb) leaves the hub and the other students working.
+# Instructors are not limited: grading runs many sandboxed kernels at once.
+LIMITS = site.get("limits") or {}
+
+
+def _bytes(text: str) -> int:
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    text = str(text).strip().upper()
+    return int(float(text[:-1]) * units[text[-1]]) if text[-1:] in units else int(text)
+
+
+if LIMITS and site.get("spawner") == "systemd":
+    # systemd runs here: each server is a transient unit in its own cgroup (memory and tasks for
+    # the whole server with everything it starts, a CPU quota)
+    c.JupyterHub.spawner_class = "systemdspawner.SystemdSpawner"
+    c.SystemdSpawner.mem_limit = LIMITS["memory"]
+    c.SystemdSpawner.cpu_limit = float(LIMITS["cpu"])
+    c.SystemdSpawner.unit_extra_properties = {"TasksMax": str(LIMITS["tasks"])}
+    c.SystemdSpawner.isolate_tmp = True
+    c.SystemdSpawner.disable_user_sudo = True
+elif LIMITS:
+    import resource
+
+    from jupyterhub.spawner import LocalProcessSpawner
+
+    class LimitedLocalProcessSpawner(LocalProcessSpawner):
+        """The local spawner with kernel limits on every student's processes, set before the
+        server drops to the student's uid and inherited by everything it starts:
+        RLIMIT_NPROC (the student's processes and threads, all counted together per user: a fork
+        bomb stops there), RLIMIT_DATA (each process's heap and private memory: a memory bomb
+        gets a MemoryError; unlike RLIMIT_AS it does not count the address space that
+        thread-heavy libraries reserve without using) and a lower scheduling priority (nice), so
+        the hub and the proxy stay responsive however busy the students' processes are."""
+
+        def make_preexec_fn(self, name):
+            drop = super().make_preexec_fn(name)
+            if name in _members(site["instructors_group"]):
+                return drop
+            memory, tasks, nice = _bytes(LIMITS["memory"]), int(LIMITS["tasks"]), int(LIMITS["nice"])
+
+            def preexec():
+                resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
+                resource.setrlimit(resource.RLIMIT_NPROC, (tasks, tasks))
+                os.nice(nice)
+                drop()
+
+            return preexec
+
+    c.JupyterHub.spawner_class = LimitedLocalProcessSpawner
+else:
+    c.JupyterHub.spawner_class = "localprocess"
 c.Spawner.cmd = [os.path.join(ENV, "bin", "jupyterhub-singleuser")]
 c.Spawner.notebook_dir = "~"
 # The shared environment first on PATH (terminals, `python -m autograder`, `nbgrader`), and none
@@ -65,14 +124,6 @@ c.Spawner.environment = {"PATH": f"{ENV}/bin:/usr/local/bin:/usr/bin:/bin"}
 c.Spawner.default_url = "/lab"
 c.Spawner.start_timeout = 60
 c.Spawner.http_timeout = 60
-
-
-def _members(group: str) -> set:
-    try:
-        g = grp.getgrnam(group)
-    except KeyError:
-        return set()
-    return set(g.gr_mem) | {p.pw_name for p in pwd.getpwall() if p.pw_gid == g.gr_gid}
 
 
 # Every student their own numbers (course_lib.questions.variants): with the course's variant
@@ -101,6 +152,8 @@ def open_the_course(spawner):
     user = pwd.getpwnam(name)
     if name in _members(site["instructors_group"]):
         spawner.default_url = "/lab/tree/" + site["course_folder"]
+        if site.get("spawner") == "systemd" and LIMITS:    # instructors are not limited
+            spawner.mem_limit, spawner.cpu_limit, spawner.unit_extra_properties = None, None, {}
         return
     folder = os.path.join(user.pw_dir, site["course_id"])
     try:

@@ -14,7 +14,10 @@
 #   5. the exchange directory with nbgrader's documented permissions (1777)
 #   6. new home folders 0700 (login.defs, adduser.conf); students and instructors as Unix users
 #      in their groups, homes 0700; each instructor gets the course and the instructor tools
-#   7. the hub's configuration (CONFIG_DIR) and state directory; a systemd unit where systemd runs
+#   7. the hub's configuration (CONFIG_DIR) and state directory; a systemd unit where systemd runs;
+#      per-student limits (memory, processes, CPU) for the single-user servers
+#   8. the shared environment on every user's PATH in login shells (JupyterLab's terminals):
+#      /etc/profile.d/roofline-course.sh
 # See deploy/jupyterhub/README.md.
 set -euo pipefail
 umask 022
@@ -33,6 +36,11 @@ COURSE_FOLDER=roofline-course           # the instructor's course checkout, in t
 STUDENTS_GROUP=roofline-students
 INSTRUCTORS_GROUP=roofline-instructors
 SERVICE=auto
+MEMORY_LIMIT=4G                         # per student process (local spawner), per server (systemd)
+TASKS_LIMIT=512                         # processes + threads per student
+CPU_LIMIT=2                             # cores per student server (systemd); local spawner: nice
+NICE=10
+PROFILE_D=/etc/profile.d/roofline-course.sh
 INSTRUCTORS=()
 STUDENTS=()
 # nbgrader's instructor side: off for everyone, on for instructors
@@ -54,6 +62,11 @@ usage: sudo $0 [options]
   --course-folder NAME     the instructors' course folder in their home (default $COURSE_FOLDER)
   --students-group NAME    (default $STUDENTS_GROUP)
   --instructors-group NAME (default $INSTRUCTORS_GROUP)
+  --memory-limit SIZE      memory per student: per process on the local spawner, per server
+                           with systemd (e.g. 2G; 0 = no limits at all) (default $MEMORY_LIMIT)
+  --tasks-limit N          processes + threads per student              (default $TASKS_LIMIT)
+  --cpu-limit CORES        CPU cores per student server (systemd only; the local spawner runs
+                           students at nice $NICE instead)                  (default $CPU_LIMIT)
   --no-service             do not install the systemd unit
 EOF
 }
@@ -109,6 +122,9 @@ while [[ $# -gt 0 ]]; do
         --course-folder) COURSE_FOLDER="$2"; shift 2 ;;
         --students-group) STUDENTS_GROUP="$2"; shift 2 ;;
         --instructors-group) INSTRUCTORS_GROUP="$2"; shift 2 ;;
+        --memory-limit) MEMORY_LIMIT="$2"; shift 2 ;;
+        --tasks-limit) TASKS_LIMIT="$2"; shift 2 ;;
+        --cpu-limit) CPU_LIMIT="$2"; shift 2 ;;
         --no-service) SERVICE=no; shift ;;
         -h|--help) usage; exit 0 ;;
         *) usage >&2; die "unknown option $1" ;;
@@ -124,7 +140,13 @@ done
 for u in "${INSTRUCTORS[@]}" "${STUDENTS[@]}" "$STUDENTS_GROUP" "$INSTRUCTORS_GROUP"; do
     [[ "$u" =~ ^[a-z_][a-z0-9_-]{0,31}$ ]] || die "$u: expected a Unix user/group name (lower case, digits, _ -)"
 done
+[[ "$MEMORY_LIMIT" =~ ^[0-9]+[KMGT]?$ ]] || die "--memory-limit $MEMORY_LIMIT: expected a size such as 2G or 512M"
+[[ "$TASKS_LIMIT" =~ ^[1-9][0-9]*$ ]] || die "--tasks-limit $TASKS_LIMIT: expected a whole number of processes"
+[[ "$CPU_LIMIT" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--cpu-limit $CPU_LIMIT: expected a number of cores such as 1.5"
 ENV="$PREFIX/env"
+# where systemd runs, each student's server is a systemd unit with cgroup limits (systemdspawner)
+SPAWNER=local
+[[ -d /run/systemd/system && "$MEMORY_LIMIT" != 0 ]] && SPAWNER=systemd
 
 # ---- 1. OS packages ------------------------------------------------------------------------------
 missing=()
@@ -158,6 +180,7 @@ if [[ ! -x "$ENV/bin/python" ]]; then
 fi
 # Rebuild only when what goes into it changed: the package sources and this list.
 REQUIREMENTS=("jupyterhub>=5" "$SRC[course]")
+[[ "$SPAWNER" == systemd ]] && REQUIREMENTS+=("jupyterhub-systemdspawner>=1")
 stamp="$(cd "$SRC" && { printf '%s\n' "${REQUIREMENTS[@]}";
                           find pyproject.toml course_lib autograder -type f \
                                \( -name '*.py' -o -name '*.toml' -o -name '*.md' -o -name '*.json' \) \
@@ -188,6 +211,17 @@ sed -e "s|@EXCHANGE@|$EXCHANGE|g" -e "s|@COURSE_ID@|$COURSE_ID|g" \
 # disables and so would stop an instructor's own settings from switching the tools back on.
 server_extensions_json false > "$ENV/etc/jupyter/jupyter_server_config.d/roofline-hub.json"
 lab_plugins_json true | json_merge "$ENV/etc/jupyter/labconfig/page_config.json"
+# No "get notified about official Jupyter news?" prompt: the hub's users never fetch jupyter.org
+mkdir -p "$ENV/share/jupyter/lab/settings"
+echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false"}}' \
+    | json_merge "$ENV/share/jupyter/lab/settings/overrides.json"
+# The Formgrader is an iframe inside JupyterLab: the single-user server must allow its own pages
+# to frame it (its default Content-Security-Policy, frame-ancestors 'none', leaves it blank;
+# nbgrader #1870). Only this file is read for it: jupyter_server_config.d/ only toggles extensions.
+echo '{"ServerApp": {"tornado_settings": {"headers": {"Content-Security-Policy": "frame-ancestors '"'self'"'"}}}}' \
+    | json_merge "$ENV/etc/jupyter/jupyter_server_config.json"
+# Lessons open unmodified: notebooks served with the kernel's language_info (course_lib.jupyter_contents)
+json_merge "$ENV/etc/jupyter/jupyter_server_config.json" < "$SRC/deploy/student-jupyter/jupyter_server_config.json"
 
 # ---- 5. the exchange ------------------------------------------------------------------------------
 # nbgrader's layout: the root writable by everyone (sticky, so nobody removes another's files);
@@ -302,12 +336,28 @@ site = {
     "env": "$ENV", "exchange": "$EXCHANGE", "state_dir": "$STATE_DIR", "proxy": "$CHP",
     "bind_url": "$BIND_URL", "course_id": "$COURSE_ID", "course_folder": "$COURSE_FOLDER",
     "students_group": "$STUDENTS_GROUP", "instructors_group": "$INSTRUCTORS_GROUP",
+    "spawner": "$SPAWNER",
+    "limits": {} if "$MEMORY_LIMIT" == "0" else
+              {"memory": "$MEMORY_LIMIT", "tasks": $TASKS_LIMIT, "cpu": $CPU_LIMIT, "nice": $NICE},
 }
 with open(sys.argv[1], "w") as f:
     json.dump(site, f, indent=2)
     f.write("\n")
 EOF
 chmod 0644 "$CONFIG_DIR/roofline_site.json"
+
+# ---- 8. the shared environment on PATH in login shells --------------------------------------------
+# JupyterLab's terminals are login shells, and Debian's /etc/profile sets PATH anew: without this,
+# a terminal has no `python` (or the system's, without the course) and no `nbgrader`.
+profile="# managed by deploy/jupyterhub/setup.sh: the course's shared environment first on PATH
+case \":\$PATH:\" in
+    *\":$ENV/bin:\"*) ;;
+    *) PATH=\"$ENV/bin:\$PATH\"; export PATH ;;
+esac"
+if [[ "$(cat "$PROFILE_D" 2>/dev/null)" != "$profile" ]]; then
+    printf '%s\n' "$profile" > "$PROFILE_D"
+    chmod 0644 "$PROFILE_D"
+fi
 
 start="$ENV/bin/jupyterhub -f $CONFIG_DIR/jupyterhub_config.py"
 if [[ "$SERVICE" == auto && -d /run/systemd/system ]]; then
@@ -318,5 +368,9 @@ if [[ "$SERVICE" == auto && -d /run/systemd/system ]]; then
     say "hub running as the systemd service jupyterhub (after changes: systemctl restart jupyterhub)"
 else
     say "start the hub with: cd $STATE_DIR && $start"
+fi
+if [[ "$BIND_URL" == http://* && ! "$BIND_URL" =~ ^http://(127\.0\.0\.1|localhost|\[::1\])(:|/|$) ]]; then
+    say "NOTE: the hub serves plain HTTP on $BIND_URL: put HTTPS in front before a real term" \
+        "(--bind-url http://127.0.0.1:8000 behind Caddy or nginx; see deploy/jupyterhub/README.md)"
 fi
 say "done: environment $ENV, exchange $EXCHANGE, hub config $CONFIG_DIR"
