@@ -34,6 +34,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from axe_check import axe_violations, describe
+
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*/*.ipynb"))
 STUDENT_CONFIG = REPO / "deploy" / "student-jupyter"
@@ -388,8 +390,15 @@ def test_answered_lesson_runs_and_validates(path, browser, student_lab):
             assert bad not in text, f"{rel}: a widget rendered as text: {bad!r}"
         for i in explorer_cells:     # each explorer: a widget box with sliders and a chart
             out = page.locator(CELL.format(i) + " .jp-OutputArea-output")
-            assert out.locator(".widget-vbox .noUi-handle").count() > 0, f"{rel}: cell {i} has no slider"
+            assert out.locator(".widget-vbox .course-slider input[type=range]").count() > 0, (
+                f"{rel}: cell {i} has no slider")
             assert out.locator("img.widget-image").count() == 1, f"{rel}: cell {i} has no chart"
+
+        # WCAG 2.1 A/AA (axe-core) over the lesson's own content: every output area and every
+        # rendered markdown cell, after Run All with correct answers (issue 21)
+        violations = axe_violations(page, [".jp-Notebook .jp-OutputArea-output",
+                                           ".jp-Notebook .jp-MarkdownOutput"])
+        assert not violations, f"{rel}: axe-core finds WCAG 2 A/AA violations:\n{describe(violations)}"
 
         for n, i in enumerate(explorer_cells):
             step = check_explorer(page, page.locator(CELL.format(i)), rel)
@@ -401,19 +410,30 @@ def test_answered_lesson_runs_and_validates(path, browser, student_lab):
 
 
 def check_explorer(page, cell, rel) -> float:
-    """The explorer in `cell` is a sharp chart with sliders; one step of its first slider
-    (the keyboard's right arrow) redraws the chart and changes the numbers. Returns the
-    seconds from the key press to the new chart decoded in the page."""
+    """The explorer in `cell` is a sharp chart with sliders, operable from the keyboard: Tab
+    (backwards, from the chip's dropdown) reaches its first slider, which is named; one right
+    arrow redraws the chart, and the chart's alt text and the numbers in the live region
+    change. Returns the seconds from the key press to the new chart decoded in the page."""
     chart = cell.locator("img.widget-image").first
-    numbers = cell.locator(".widget-html-content").first
-    handle = cell.locator(".noUi-handle").first
+    numbers = cell.locator(".course-live[role=status][aria-live=polite]").first
+    slider = cell.locator(".course-slider input[type=range]").first
     chart.scroll_into_view_if_needed()
     size = chart.evaluate("i => [i.naturalWidth, i.clientWidth, window.devicePixelRatio]")
     assert size[1] > 0 and size[0] >= size[1] * size[2] - 1, (
         f"{rel}: explorer chart {size[0]} px wide shown {size[1]} CSS px wide at "
         f"devicePixelRatio {size[2]}: blurry")
     before_src, before_numbers = chart.get_attribute("src"), numbers.inner_text()
-    handle.focus()
+    before_alt = chart.get_attribute("alt")
+    assert before_alt and len(before_alt) > 40, f"{rel}: the explorer's chart has no text: {before_alt!r}"
+    # keyboard only: from the control after the slider (the next slider or the chip dropdown),
+    # Shift+Tab lands on the slider
+    slider.evaluate("""s => { const all = [...s.closest('.widget-vbox').querySelectorAll('input, select')];
+                              all[all.indexOf(s) + 1].focus(); }""")
+    page.keyboard.press("Shift+Tab")
+    focused = slider.evaluate("s => document.activeElement === s")
+    assert focused, f"{rel}: Shift+Tab from the control after it does not reach the slider"
+    name = slider.evaluate("s => s.labels.length ? s.labels[0].textContent : ''")
+    assert name.strip(), f"{rel}: the slider has no label"
     t0 = time.perf_counter()
     page.keyboard.press("ArrowRight")
     page.wait_for_function(
@@ -423,6 +443,8 @@ def check_explorer(page, cell, rel) -> float:
     page.wait_for_function("([el, t]) => el.innerText !== t",
                            arg=[numbers.element_handle(), before_numbers], timeout=30_000)
     assert numbers.inner_text() != before_numbers
+    after_alt = chart.get_attribute("alt")
+    assert after_alt and after_alt != before_alt, f"{rel}: the chart's alt text did not follow the slider"
     return step
 
 
