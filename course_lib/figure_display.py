@@ -43,9 +43,19 @@ def figure_html(fig) -> str | None:
             f'style="max-width:100%">{details}</figure>')
 
 
+def figure_bundle(fig) -> dict:
+    """{'text/html': figure_html(fig)}, or {} for a figure without axes."""
+    page = figure_html(fig)
+    return {"text/html": page} if page else {}
+
+
 def enable() -> bool:
     """Show matplotlib figures with their text alternative in this IPython session; True when
-    one is running (nothing happens, and IPython is not imported, outside one)."""
+    one is running (nothing happens, and IPython is not imported, outside one).
+
+    The HTML comes from IPython's mime-bundle formatter, not its text/html one: matplotlib's
+    inline backend drops every per-type formatter of figures when it loads (the first figure
+    of a kernel), and the mime-bundle formatter is not among them. IPython still adds the PNG."""
     if "IPython" not in sys.modules:
         return False
     from IPython import get_ipython
@@ -53,6 +63,6 @@ def enable() -> bool:
     ip = get_ipython()
     if ip is None:
         return False
-    ip.display_formatter.formatters["text/html"].for_type_by_name(
-        "matplotlib.figure", "Figure", figure_html)
+    ip.display_formatter.mimebundle_formatter.for_type_by_name(
+        "matplotlib.figure", "Figure", figure_bundle)
     return True
