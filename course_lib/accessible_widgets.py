@@ -7,11 +7,14 @@ HTML of their own:
 * ``LabelledSlider`` -- a native ``<input type="range">`` named by its ``<label>``, stepping
   through a list of values with the arrow keys, Home and End; the value is read aloud
   (``aria-valuetext``) and shown beside it.
+* ``LabelledSelect`` -- a native ``<select>`` named by its ``<label>``.
 * ``Chart`` -- a PNG in an ``<img>`` whose ``alt`` is replaced with every new image.
 * ``LiveText`` -- HTML in a polite live region (``role="status"``) that stays in the page, so a
   screen reader announces each new result.
 
-Each has a ``value`` trait as its ipywidgets counterpart does (SelectionSlider, Image, HTML).
+Each has a ``value`` trait as its ipywidgets counterpart does (SelectionSlider, Dropdown, Image,
+HTML). The controls tell JupyterLab to leave their keys alone (``data-lm-suppress-shortcuts``):
+its command-mode shortcuts would otherwise take the arrow keys to move between cells.
 """
 from __future__ import annotations
 
@@ -26,6 +29,9 @@ function render({ model, el }) {
   const label = document.createElement("label");
   label.htmlFor = id;
   const input = document.createElement("input");
+  // JupyterLab's command-mode shortcuts (the arrow keys move between cells or fold headings)
+  // would take the arrow keys away from the slider; the attribute must sit on the key's target
+  input.setAttribute("data-lm-suppress-shortcuts", "true");
   input.type = "range";
   input.id = id;
   input.min = "0";
@@ -59,12 +65,45 @@ function render({ model, el }) {
 export default { render };
 """
 
+_SELECT_ESM = """
+let n = 0;
+function render({ model, el }) {
+  const id = `course-select-${Date.now().toString(36)}-${n++}`;
+  el.classList.add("course-select");
+  const label = document.createElement("label");
+  label.htmlFor = id;
+  const select = document.createElement("select");
+  select.setAttribute("data-lm-suppress-shortcuts", "true");   // the arrow keys choose an option
+  select.id = id;
+  el.append(label, select);
+  const sync = () => {
+    label.textContent = model.get("description");
+    const options = model.get("options");
+    if (select.options.length !== options.length || [...select.options].some((o, i) => o.value !== options[i])) {
+      select.replaceChildren(...options.map(v => new Option(v, v)));
+    }
+    select.value = model.get("value");
+  };
+  select.addEventListener("change", () => {
+    model.set("value", select.value);
+    model.save_changes();
+  });
+  model.on("change:value", sync);
+  model.on("change:options", sync);
+  model.on("change:description", sync);
+  sync();
+}
+export default { render };
+"""
+
 _SLIDER_CSS = """
 .course-slider { display: flex; align-items: center; gap: 0.6em; margin: 2px 1.5em 2px 0; }
 .course-slider label { color: var(--jp-widgets-label-color, #000); }
 .course-slider input[type=range] { width: 12em; accent-color: #0072B2; }
 .course-slider input[type=range]:focus-visible { outline: 2px solid #0072B2; outline-offset: 3px; }
 .course-slider output { min-width: 3.5em; font-variant-numeric: tabular-nums; }
+.course-select { display: flex; align-items: center; gap: 0.6em; margin: 2px 1.5em 2px 0; }
+.course-select select:focus-visible { outline: 2px solid #0072B2; outline-offset: 2px; }
 """
 
 _CHART_ESM = """
@@ -135,6 +174,26 @@ class LabelledSlider(anywidget.AnyWidget):
     @property
     def index(self) -> int:
         return self.options.index(self.value)
+
+
+class LabelledSelect(anywidget.AnyWidget):
+    """A drop-down list named by `description`; `value` is one of `options` (strings).
+
+    >>> d = LabelledSelect(options=["fp16", "fp8"], value="fp16", description="precision")
+    >>> d.value = "fp8"
+    """
+    _esm = _SELECT_ESM
+    _css = _SLIDER_CSS
+    options = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    value = traitlets.Unicode().tag(sync=True)
+    description = traitlets.Unicode("").tag(sync=True)
+
+    @traitlets.validate("value")
+    def _one_of_the_options(self, proposal):
+        if proposal["value"] not in self.options:
+            raise traitlets.TraitError(f"{self.description or 'value'} must be one of "
+                                       f"{self.options}, got {proposal['value']!r}.")
+        return proposal["value"]
 
 
 class Chart(anywidget.AnyWidget):

@@ -88,6 +88,13 @@ def _slider(options: list, value, what: str, description: str, unit: str = ""):
                           description=description, unit=unit)
 
 
+def _select(options: list, value: str, description: str):
+    """A labelled drop-down list over `options` at `value`."""
+    from .accessible_widgets import LabelledSelect
+
+    return LabelledSelect(options=options, value=value, description=description)
+
+
 class _Explorer:
     """Shared plumbing: controls, a chart image, a numbers panel, a timed update()."""
 
@@ -137,8 +144,6 @@ class _Explorer:
         self.last_update_ms = (time.perf_counter() - t0) * 1e3
 
     def _chip_dropdown(self, hardware, chip):
-        import ipywidgets as w
-
         hws = [Hardware.get(h) for h in hardware]
         if not hws:
             raise CourseError("hardware must name at least one chip, e.g. ('A100', 'H100').")
@@ -147,7 +152,7 @@ class _Explorer:
         if first.name not in self.hardware:
             raise CourseError(f"chip={chip!r} is not one of the explorer's hardware "
                               f"({', '.join(h.key for h in hws)}); add it to hardware.")
-        return w.Dropdown(options=list(self.hardware), value=first.name, description="hardware")
+        return _select(list(self.hardware), first.name, "hardware")
 
     def _ipython_display_(self):
         from IPython.display import display
@@ -163,8 +168,6 @@ class RooflineExplorer(_Explorer):
     """``roofline_explorer``'s widget: batch slider, hardware and precision dropdowns."""
 
     def __init__(self, model, hardware, precision, max_batch, chip=None, batch=1):
-        import ipywidgets as w
-
         self.model = Models.get(model)
         chips = self._chip_dropdown(hardware, chip)
         precs = [p for p in ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4")
@@ -179,7 +182,7 @@ class RooflineExplorer(_Explorer):
                     "batch", "batch (sequences)" if self.llm else "batch",
                     "sequences" if self.llm else ""),
             chips,
-            w.Dropdown(options=precs, value=precision, description="precision"),
+            _select(precs, precision, "precision"),
         ])
 
     def _draw(self, ax):
@@ -224,8 +227,6 @@ class ServingExplorer(_Explorer):
 
     def __init__(self, model, hardware, chip=None, batch=1, prompt_tokens=2048,
                  output_tokens=128, weight_precision="fp16", kv_precision="fp16"):
-        import ipywidgets as w
-
         self.model = Models.get(model)
         if not hasattr(self.model, "prefill_table"):
             raise CourseError(f"serving_explorer needs an LLM such as 'Llama3_8B'; "
@@ -240,8 +241,8 @@ class ServingExplorer(_Explorer):
             _slider([2 ** i for i in range(4, 16)], prompt_tokens, "prompt_tokens", "prompt tokens", "tokens"),
             _slider([2 ** i for i in range(0, 13)], output_tokens, "output_tokens", "output tokens", "tokens"),
             chips,
-            w.Dropdown(options=self.WEIGHTS, value=weight_precision, description="weights"),
-            w.Dropdown(options=self.KV, value=kv_precision, description="KV cache"),
+            _select(list(self.WEIGHTS), weight_precision, "weights"),
+            _select(list(self.KV), kv_precision, "KV cache"),
         ])
 
     def _draw(self, ax):
