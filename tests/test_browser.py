@@ -3,8 +3,10 @@ Playwright in Debian's chromium (`apt-get install chromium`; never a downloaded 
 
 For every notebook in notebooks/: open it, paste in a full set of answers (each taken from the
 answer cell with the same nbgrader grade_id in solutions/), Run All, and check what the page
-shows: no error output, every image drawn, every widget a widget, a slider that redraws the
-chart and the numbers, nbgrader's Validate reporting success; and, with one answer missing,
+shows: no error output, every image drawn, every widget a widget, no WCAG 2.1 A/AA violation
+that axe-core finds in the outputs and rendered markdown (tests/axe_check.py), each explorer's
+slider reached with Tab and stepped with an arrow key, redrawing the chart, its alt text and the
+numbers in its live region; nbgrader's Validate reporting success; and, with one answer missing,
 Validate naming the unanswered question. Plus: students see only student tools
 (deploy/student-jupyter), the instructor's `make lab` keeps Formgrader and Create Assignment.
 
