@@ -229,8 +229,9 @@ def test_tables_have_header_rows(path):
 # ---- in the browser: the feedback page and the report --------------------------------------------
 @pytest.fixture(scope="module")
 def graded_tiny(tmp_path_factory):
-    """The tiny course's t3 (course_lib's checks) graded for a right and a wrong student, whose
-    explore cell draws a roofline; then its feedback pages and the report."""
+    """The tiny course's t3 (course_lib's checks) graded for a right, a wrong and a blank
+    student (whose feedback shows tracebacks), each explore cell drawing a roofline; then its
+    feedback pages and the report."""
     from autograder.collect import collect
     from autograder.course import Course
     from autograder.feedback import feedback
@@ -243,10 +244,13 @@ def graded_tiny(tmp_path_factory):
     course = make_course(base / "tiny")
     c = Course(root=base / "course", source=course.source, release=course.release)
     draw = "from course_lib import plot_roofline\nfig, ax = plot_roofline('A100')"
+    q1 = "from course_lib import Q_\nq1_time = Q_(7.36, 'ms')\nq1_regime = 'memory-bound'"
     src = write_class(base / "in", course, "t3", {
-        "right": {"units.ipynb": student_nb(course, "t3", "units", answers={}, explore=draw)},
-        "wrong": {"units.ipynb": student_nb(course, "t3", "units", answers={
-            "_q2_answer": "from course_lib import Q_\nq2_bytes = Q_(16, 'GiB')"}, explore=draw)},
+        "right": {"units.ipynb": student_nb(course, "t3", "units", explore=draw, answers={
+            "_q1_answer": q1, "_q2_answer": "from course_lib import Q_\nq2_bytes = Q_(16, 'GB')"})},
+        "wrong": {"units.ipynb": student_nb(course, "t3", "units", explore=draw, answers={
+            "_q1_answer": q1, "_q2_answer": "from course_lib import Q_\nq2_bytes = Q_(16, 'GiB')"})},
+        "blank": {"units.ipynb": student_nb(course, "t3", "units", answers={}, explore=draw)},
     })
     collect(c, "t3", src)
     grade(c, "t3", limits=Limits(cell_timeout=30, notebook_timeout=120, memory_mb=2048, tasks=64),
@@ -295,5 +299,13 @@ def test_the_report_passes_axe(graded_tiny, chromium_page):
     assert "Scores per notebook" in text and "Answers per question" in text
     alts = chromium_page.eval_on_selector_all("img", "els => els.map(i => i.alt)")
     assert len(alts) == 2 and all(a.strip() for a in alts), alts
+    # the charts' text is written from the report's own rows: every answer and its count
+    import csv
+    rows = list(csv.DictReader(open(page.with_name("misconceptions.csv"), encoding="utf-8")))
+    assert rows
+    for r in rows:
+        truth = " (the truth)" if r["is_truth"] == "True" else ""
+        assert f"{r['answer']}{truth}: {r['count']}" in alts[1], (r, alts[1])
+    assert "3 students" in alts[0], alts[0]
     violations = axe_violations(chromium_page, ["html"])
     assert not violations, f"{page}: axe-core finds WCAG 2 A/AA violations:\n{describe(violations)}"
