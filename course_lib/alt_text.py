@@ -95,11 +95,14 @@ def _generic(ax) -> tuple[str, list[Table]]:
     xl, yl = ax.get_xlabel() or "x", ax.get_ylabel() or "y"
     out = [f"{title}. Horizontal axis: {xl}{_scale(ax, 'x')}; vertical axis: {yl}{_scale(ax, 'y')}."]
     rows = []
+    unnamed = [ln for ln in ax.get_lines() if ln.get_label().startswith("_")]
     for k, line in enumerate(ax.get_lines()):
         if not line.get_visible():
             continue
         label = line.get_label()
-        name = label if label and not label.startswith("_") else f"line {k + 1}"
+        # a line without a label is named by the vertical axis when it is the only one
+        name = (label if label and not label.startswith("_") else yl if len(unnamed) == 1
+                else f"line {k + 1}")
         x = np.asarray(line.get_xdata(), dtype=float)
         y = np.asarray(line.get_ydata(), dtype=float)
         if line.get_transform() is not ax.transData:    # axhline / axvline: one coordinate spans
