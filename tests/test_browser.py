@@ -401,6 +401,12 @@ def test_answered_lesson_runs_and_validates(path, browser, student_lab):
         violations = axe_violations(page, [".jp-Notebook .jp-OutputArea-output",
                                            ".jp-Notebook .jp-MarkdownOutput"])
         assert not violations, f"{rel}: axe-core finds WCAG 2 A/AA violations:\n{describe(violations)}"
+        # formulas read aloud: each typeset formula carries MathML for assistive technology
+        math = page.eval_on_selector_all(".jp-MarkdownOutput mjx-container",
+                                         "els => els.map(e => !!e.querySelector('mjx-assistive-mml math'))")
+        has_math = any(c.cell_type == "markdown" and "$" in c.source for c in nb.cells)
+        assert math or not has_math, f"{rel}: no formula was typeset"
+        assert all(math), f"{rel}: {math.count(False)} of {len(math)} formulas have no MathML to read aloud"
 
         for n, i in enumerate(explorer_cells):
             step = check_explorer(page, page.locator(CELL.format(i)), rel)
