@@ -40,15 +40,19 @@ Describer = Callable[[], "tuple[str, list[Table]]"]
 
 def describe_axes(ax, describer: Describer | None) -> None:
     """Register how `ax` describes itself (a function returning (text, tables)); None forgets
-    it (the axes are then described from what is drawn on them)."""
-    ax._course_describe = describer
+    it (the axes are then described from what is drawn on them). The registration holds while
+    the lines drawn so far stay on the axes: after ``ax.clear()`` they are described anew."""
+    ax._course_describe = (describer, list(ax.get_lines())) if describer is not None else None
 
 
 def axes_text(ax) -> tuple[str, list[Table]]:
     """(alternative text, tables) of one axes."""
-    describer = getattr(ax, "_course_describe", None)
-    if describer is not None:
-        return describer()
+    registered = getattr(ax, "_course_describe", None)
+    if registered is not None:
+        describer, drawn = registered
+        lines = ax.get_lines()
+        if all(line in lines for line in drawn):
+            return describer()
     return _generic(ax)
 
 

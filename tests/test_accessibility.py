@@ -100,6 +100,14 @@ def test_a_chart_drawn_by_hand_is_described_from_its_lines_and_labels():
     assert "Labels on the chart: batch 1" in alt
 
 
+def test_axes_cleared_and_reused_are_described_by_what_they_now_show():
+    fig, ax = plot_roofline("A100", workloads=[solve(Models.ResNet50, Hardware.A100)])
+    ax.clear()
+    ax.plot([1, 2], [5, 7], label="by hand")
+    alt = figure_text(fig).alt
+    assert "ridge" not in alt and "by hand: (1, 5), (2, 7)." in alt, alt
+
+
 def test_the_figure_html_carries_the_alt_text_and_a_table_with_headers():
     p = solve(Models.ResNet50, Hardware.A100, batch_size=np.array([1, 8, 64]))
     fig, _ = plot_roofline(Hardware.A100, workloads=[("sweep", p)])
