@@ -331,7 +331,9 @@ def validate(page) -> str:
     """Click nbgrader's Validate; the dialog's text once it has an answer."""
     page.locator(".validate-button").click()
     dialog = page.locator(".jp-Dialog")
-    dialog.wait_for()
+    # the dialog opens once the server has validated (it re-runs the notebook: lesson 5
+    # measures this machine again), so it gets the same time as its answer below
+    dialog.wait_for(timeout=180_000)
     page.wait_for_function("() => { const d = document.querySelector('.jp-Dialog');"
                            " return d && /Validation Results|Success|fail|rror/.test(d.textContent)"
                            " && !/Validating/.test(d.textContent); }", timeout=180_000)
