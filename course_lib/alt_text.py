@@ -155,13 +155,15 @@ def roofline_text(title: str, hws, prec: str, points, op: str = "FLOP",
     rows = []
     for s in points:
         chip = s.chip or (hws[0] if len(hws) == 1 else None)
-        peak = chip.peak_flops_si(prec) if chip is not None else None
+        own = s.precision or prec               # the roof that bounds it is its own precision's
+        peak = chip.peak_flops_si(own) if chip is not None and own in chip.precisions else None
         frac = [f"{y / peak:.0%}" for y in s.y] if peak else [""] * len(s.x)
         bound = [str(b) for b in s.bound] if s.bound is not None else [""] * len(s.x)
         for i in range(len(s.x)):
             batch = "" if s.batch is None else str(int(s.batch[i]))
             rows.append([s.label, batch, fmt_sig(s.x[i]), fmt_sig(s.y[i] / 1e12), bound[i], frac[i]])
-        on = f" of the {chip.key}" if chip is not None and len(hws) > 1 else ""
+        on = (f" of the {chip.key}" if chip is not None and len(hws) > 1 else "") + (
+            f" ({own})" if own != prec else "")
         if len(s.x) == 1:
             parts = [f"intensity {fmt_sig(s.x[0])} {op}/byte",
                      f"{fmt_per_second(s.y[0], op + '/s')}"]

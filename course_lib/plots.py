@@ -41,13 +41,14 @@ CHIP_STYLES = ("-", (0, (7, 2)), (0, (1.5, 1.5)), (0, (7, 2, 1.5, 2)))
 
 class Series(NamedTuple):
     """One workload on the chart: label, intensities, attainable FLOP/s, batch sizes (or None),
-    the regime of each point and the chip it was solved for (None where unknown)."""
+    the regime of each point, and the chip and precision it was solved for (None where unknown)."""
     label: str
     x: np.ndarray
     y: np.ndarray
     batch: np.ndarray | None
     bound: np.ndarray | None = None
     chip: object = None
+    precision: str | None = None
 
 
 def _as_hardware_list(hardware):
@@ -81,7 +82,9 @@ def _points(workloads) -> list[Series]:
             batch = None
         bound = getattr(w, "bottleneck", None)
         bound = None if bound is None else np.broadcast_to(np.asarray(bound, dtype=str), f.shape)
-        out.append(Series(label, f / b, f / t, batch, bound, getattr(w, "hardware", None)))
+        prec = getattr(w, "precision", None)
+        out.append(Series(label, f / b, f / t, batch, bound, getattr(w, "hardware", None),
+                          prec if isinstance(prec, str) else None))
     return out
 
 

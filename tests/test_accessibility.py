@@ -56,6 +56,13 @@ def test_roofline_alt_text_names_the_numbers_it_plots(chip, model, batch):
         assert expected in alt, f"{expected!r} is not in the alt text:\n{alt}"
 
 
+def test_a_point_is_measured_against_its_own_precisions_roof():
+    p = solve(Models.ResNet50, Hardware.A100, precision="fp32")
+    fig, _ = plot_roofline("A100", workloads=[p])          # the chart draws the fp16 roof
+    share = (p.flops_si / p.latency_si) / Hardware.A100.peak_flops_si("fp32")
+    assert f"at {share:.0%} of the compute roof (fp32)" in figure_text(fig).alt
+
+
 def test_a_sweep_is_summarized_in_words_and_given_whole_in_a_table():
     batches = 2 ** np.arange(0, 13)
     sweep = solve(Models.ResNet50, Hardware.A100, batch_size=batches)
