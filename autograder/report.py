@@ -8,7 +8,8 @@ way (read by no test of the question as the student's) are not answers and are n
 
 * misconceptions.csv -- notebook, question, title, answer_cell, variable, answer, count, is_truth,
   truth, students, wrong, share_wrong, label, examples
-* misconceptions.png -- one bar chart per question variable (right green, wrong answers red)
+* misconceptions.png -- one bar chart per question variable (the truth blue and labelled, wrong
+  answers hatched vermillion)
 * predictions.csv -- per predict-then-verify question and student: the rule the grade used
   (committed, changed-after-reveal, final, no-record), from what to what a prediction changed
   after its reveal, and whether the record was missing or looked edited
@@ -18,6 +19,8 @@ way (read by no test of the question as the student's) are not answers and are n
   record, a prediction changed after its reveal)
 * copies.csv / variants.csv -- possible copies across students' variants, with the evidence, and
   the numbers each student was graded on (autograder.copies)
+* report.html -- all of it on one accessible page (autograder.report_html): tables with headers,
+  the charts with text alternatives written from the same rows
 
 For a predict-then-verify question the answer counted (and judged) is the prediction the student
 committed before the truth was revealed (autograder.predictions), not one written afterwards.
@@ -384,16 +387,23 @@ def plot_misconceptions(rows: list[dict], path: Path) -> None:
     for ax, ((nb, q, var), rs) in zip(axes.flat, panels):
         labels = [r["answer"] for r in rs][::-1]
         counts = [r["count"] for r in rs][::-1]
-        colors = ["tab:green" if r["is_truth"] else ("lightgrey" if r["answer"] == NO_ANSWER else "tab:red")
+        # colour is never the only carrier: the truth is also named on its label, wrong answers
+        # are hatched; blue and vermillion stay apart with the common colour-vision deficiencies
+        colors = ["#0072B2" if r["is_truth"] else ("lightgrey" if r["answer"] == NO_ANSWER else "#D55E00")
                   for r in rs][::-1]
-        ax.barh(range(len(rs)), counts, color=colors)
-        ax.set_yticks(range(len(rs)), [l if len(l) <= 32 else l[:31] + "…" for l in labels], fontsize=8)
+        hatches = ["" if r["is_truth"] or r["answer"] == NO_ANSWER else "//" for r in rs][::-1]
+        bars = ax.barh(range(len(rs)), counts, color=colors, edgecolor="white")
+        for bar, hatch in zip(bars, hatches):
+            bar.set_hatch(hatch)
+        short = [l if len(l) <= 32 else l[:31] + "…" for l in labels]
+        ax.set_yticks(range(len(rs)), [f"{l} (truth)" if r["is_truth"] else l
+                                       for l, r in zip(short, rs[::-1])], fontsize=8)
         title = rs[0]["title"] or q
         title = title if len(title) <= 60 else title[:59] + "…"
         ax.set_title(f"{title}\n{var}: {rs[0]['share_wrong']:.0%} wrong of {rs[0]['students']}", fontsize=9)
         ax.set_xlabel("students", fontsize=8)
         ax.xaxis.get_major_locator().set_params(integer=True)
-    fig.suptitle("Predictions vs the truth (green)", fontsize=11)
+    fig.suptitle("Predictions vs the truth (blue, labelled; wrong answers hatched)", fontsize=11)
     fig.savefig(path, dpi=100)
 
 
@@ -436,13 +446,15 @@ def report(course: Course, assignment: str, out_dir: Path | None = None) -> dict
                        "max_score": max(r["max_score"] for r in srows if r["notebook"] == nb)}
     from .copies import write_copies
     from .grade import failed_students
+    from .report_html import write_report_html
 
+    write_report_html(out, assignment, rows, changes, srows, summary)
     return {"dir": str(out), "rows": rows, "scores": summary, "failed": failed_students(course, assignment),
             "predictions": changes, "copies": write_copies(course, assignment, out), "score_rows": srows}
 
 
 def format_report(result: dict) -> str:
-    lines = [f"report written to {result['dir']}/ (misconceptions.csv/.png, predictions.csv, scores.csv/.png); "
+    lines = [f"report written to {result['dir']}/ (report.html, misconceptions.csv/.png, predictions.csv, scores.csv/.png); "
              "a predict-then-verify question counts the prediction committed before its reveal"]
     seen = set()
     for r in result["rows"]:

@@ -11,6 +11,7 @@ GiB = 2³⁰ bytes, and memory capacities are binary (an "80 GB" A100 holds 80 G
 is the pure roofline unless an efficiency or overhead knob was asked for.
 
 Plotting and widgets (matplotlib, ipywidgets) load on first use, so this import stays fast.
+Inside IPython, matplotlib figures are shown with a text alternative (course_lib.figure_display).
 Import course_lib before making Quantities with pint directly: it installs the course's unit
 registry as pint's application registry.
 """
@@ -29,6 +30,11 @@ from .analysis import crossover_batch, intensity_limit, max_batch_size, speedup
 # a Quantity made with pint before the switch would belong to the old registry and not mix
 # with the course's (this costs ~0.15 s of the import).
 registry()
+
+# In a notebook, figures carry a text alternative written from their data (course_lib.alt_text).
+from .figure_display import enable as _show_figures_with_alt_text
+
+_show_figures_with_alt_text()
 
 __version__ = "0.1.0"
 

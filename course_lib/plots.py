@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .alt_text import describe_axes, roofline_text
 from .engineering import fmt_per_second, fmt_sig
 from .precision import INTEGER_PRECISIONS, normalize
 
@@ -31,12 +32,23 @@ MARKERS = "osD^vP*X"
 SWEEP_STYLES = ("--", "-.", ":", (0, (6, 2, 1, 2)))
 
 
+# Colour is never the only carrier: chips differ by line style and are named on their ridge
+# labels, workloads by marker and line style. The colours are Okabe and Ito's palette, told apart
+# with the common colour-vision deficiencies (yellow left out: too faint on white).
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#56B4E9", "#E69F00", "#000000")
+CHIP_STYLES = ("-", (0, (7, 2)), (0, (1.5, 1.5)), (0, (7, 2, 1.5, 2)))
+
+
 class Series(NamedTuple):
-    """One workload on the chart: label, intensities, attainable FLOP/s, batch sizes (or None)."""
+    """One workload on the chart: label, intensities, attainable FLOP/s, batch sizes (or None),
+    the regime of each point, and the chip and precision it was solved for (None where unknown)."""
     label: str
     x: np.ndarray
     y: np.ndarray
     batch: np.ndarray | None
+    bound: np.ndarray | None = None
+    chip: object = None
+    precision: str | None = None
 
 
 def _as_hardware_list(hardware):
@@ -68,14 +80,19 @@ def _points(workloads) -> list[Series]:
                 label = getattr(w, "name", "workload")
         if batch is not None and batch.size != f.size:
             batch = None
-        out.append(Series(label, f / b, f / t, batch))
+        bound = getattr(w, "bottleneck", None)
+        bound = None if bound is None else np.broadcast_to(np.asarray(bound, dtype=str), f.shape)
+        prec = getattr(w, "precision", None)
+        out.append(Series(label, f / b, f / t, batch, bound, getattr(w, "hardware", None),
+                          prec if isinstance(prec, str) else None))
     return out
 
 
 def draw_roofline(ax, hardware, precision="fp16", points=(), x_range=None):
     """Draw ceilings and points on `ax` (used by plot_roofline and the widgets).
 
-    Returns the callouts added for markers that coincide (matplotlib Annotations)."""
+    Returns the callouts added for markers that coincide (matplotlib Annotations). The axes
+    describe themselves in words from the same data (``course_lib.alt_text``)."""
     hws = _as_hardware_list(hardware)
     prec = normalize(precision)
     ridges = [h.ridge_point_si(prec) for h in hws]
@@ -85,22 +102,23 @@ def draw_roofline(ax, hardware, precision="fp16", points=(), x_range=None):
     if x_range:
         lo, hi = x_range
     x = np.geomspace(lo, hi, 200)
-    colors = ["C0", "C1", "C2", "C3", "C4", "C5", "C6"]
     op = "OP" if prec in INTEGER_PRECISIONS else "FLOP"      # integer peaks are in TOPS
+    ridge_labels = []
     for i, (h, ridge) in enumerate(zip(hws, ridges)):
         peak, bw = h.peak_flops_si(prec), h.memory_bandwidth_si
-        c = colors[i % len(colors)]
-        ax.plot(x, np.minimum(peak, bw * x) / 1e12, color=c, lw=2,
+        c = PALETTE[i % len(PALETTE)]
+        ax.plot(x, np.minimum(peak, bw * x) / 1e12, color=c, lw=2, ls=CHIP_STYLES[i % len(CHIP_STYLES)],
                 label=f"{h.name}: {fmt_per_second(peak, op + '/s')} {prec}, {fmt_per_second(bw, 'B/s')}")
         ax.axvline(ridge, color=c, ls=":", lw=1)
-        ax.annotate(f"ridge {fmt_sig(ridge)}", (ridge, peak / 1e12), textcoords="offset points",
-                    xytext=(4, -12), fontsize=8, color=c)
+        name = f"{h.key} " if len(hws) > 1 else ""
+        ridge_labels.append(ax.annotate(f"{name}ridge {fmt_sig(ridge)}", (ridge, peak / 1e12),
+                                        textcoords="offset points", xytext=(4, -12), fontsize=8, color=c))
     lines, n_sweeps = [], 0
     for j, s in enumerate(points):
         sweep = len(s.x) > 1
         ls = SWEEP_STYLES[n_sweeps % len(SWEEP_STYLES)] if sweep else "none"
         n_sweeps += sweep
-        color = "k" if len(points) == 1 else f"C{(j + len(hws)) % 10}"
+        color = "k" if len(points) == 1 else PALETTE[(j + len(hws)) % len(PALETTE)]
         lines.append(ax.plot(s.x, s.y / 1e12, MARKERS[j % len(MARKERS)], color=color,
                              ms=MARKER_SIZE, mec="white", mew=0.8, label=s.label, ls=ls,
                              lw=1.3)[0])
@@ -110,6 +128,8 @@ def draw_roofline(ax, hardware, precision="fp16", points=(), x_range=None):
     ax.set_ylabel(f"attainable performance (T{op}/s)")
     ax.grid(True, which="both", alpha=0.3)
     legend = ax.legend(fontsize=8, loc="lower right")
+    describe_axes(ax, lambda: roofline_text(ax.get_title(), hws, prec, points, op,
+                                            [t for t in ax.texts if t not in ridge_labels]))
     return _separate_overlaps(ax, points, lines, legend) if len(points) > 1 else []
 
 

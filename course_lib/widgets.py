@@ -1,7 +1,10 @@
 """Interactive explorers (ipywidgets): move a slider, see the roofline and the numbers change.
 
 The chart is a matplotlib Figure drawn off-screen (no pyplot, no global state) and shown as a
-PNG in an ``ipywidgets.Image``. It is rendered at twice its displayed size (``CHART_WIDTH_PX``
+PNG whose ``alt`` text, written from the same data on every redraw (``course_lib.alt_text``),
+says what it shows; the numbers beside it sit in a live region, so a screen reader announces
+each new result. The sliders are named, native range inputs: Tab to one, then the arrow keys
+(``course_lib.accessible_widgets``). It is rendered at twice its displayed size (``CHART_WIDTH_PX``
 CSS pixels wide, at most the output's width) so it stays sharp on HiDPI screens and when the
 browser scales it down; one redraw costs tens of ms (``python -m course_lib.bench``). Every
 explorer has an ``update()`` method the bench times.
@@ -17,6 +20,7 @@ import struct
 import textwrap
 import time
 
+from .alt_text import axes_text, describe_axes
 from .engineering import fmt_bytes, fmt_flops, fmt_rate, fmt_sig, fmt_time
 from .errors import CourseError
 from .hardware import Hardware
@@ -73,15 +77,22 @@ def _message(ax, text, color):
             bbox=dict(boxstyle="round,pad=0.6", fc="white", ec=color, alpha=0.95))
 
 
-def _slider(options: list, value, what: str, description: str):
-    """A SelectionSlider over `options` at `value` (added to the options if missing); a clear
+def _slider(options: list, value, what: str, description: str, unit: str = ""):
+    """A labelled slider over `options` at `value` (added to the options if missing); a clear
     error if `value` is not a positive whole number."""
-    import ipywidgets as w
+    from .accessible_widgets import LabelledSlider
 
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
         raise CourseError(f"{what} must be a positive whole number, got {value!r}.")
-    return w.SelectionSlider(options=sorted(set(options) | {int(value)}), value=int(value),
-                             description=description)
+    return LabelledSlider(options=sorted(set(options) | {int(value)}), value=int(value),
+                          description=description, unit=unit)
+
+
+def _select(options: list, value: str, description: str):
+    """A labelled drop-down list over `options` at `value`."""
+    from .accessible_widgets import LabelledSelect
+
+    return LabelledSelect(options=options, value=value, description=description)
 
 
 class _Explorer:
@@ -90,12 +101,14 @@ class _Explorer:
     def __init__(self, controls):
         import ipywidgets as w
 
+        from .accessible_widgets import Chart, LiveText
+
         self.controls = controls
         for c in controls:
-            c.style.description_width = "initial"
-        self.image = w.Image(format="png", layout=w.Layout(
-            width=f"{CHART_WIDTH_PX}px", max_width="100%", height="auto"))
-        self.numbers = w.HTML()
+            if hasattr(c, "style"):
+                c.style.description_width = "initial"
+        self.image = Chart(width_px=CHART_WIDTH_PX)
+        self.numbers = LiveText()
         self.last_update_ms = None
         self._canvas, self._ax = _figure()
         for c in controls:
@@ -110,6 +123,7 @@ class _Explorer:
         ax = self._ax
         ax.clear()
         ax.set_axis_on()
+        describe_axes(ax, None)
         try:
             body = self._draw(ax)
         except CourseError as e:  # e.g. a precision the chip lacks: say so, keep the widget alive
@@ -121,13 +135,15 @@ class _Explorer:
             body = f"<b>{type(e).__name__}:</b> {html.escape(str(e))}"
         ax.xaxis.set_minor_locator(NullLocator())
         ax.yaxis.set_minor_locator(NullLocator())
-        self.image.value = _render(self._canvas)
+        png = _render(self._canvas)
+        alt, _ = axes_text(ax)
+        with self.image.hold_sync():            # the new image and its text arrive together
+            self.image.alt = alt
+            self.image.value = png
         self.numbers.value = f'<div style="line-height:1.6">{body}</div>'
         self.last_update_ms = (time.perf_counter() - t0) * 1e3
 
     def _chip_dropdown(self, hardware, chip):
-        import ipywidgets as w
-
         hws = [Hardware.get(h) for h in hardware]
         if not hws:
             raise CourseError("hardware must name at least one chip, e.g. ('A100', 'H100').")
@@ -136,7 +152,7 @@ class _Explorer:
         if first.name not in self.hardware:
             raise CourseError(f"chip={chip!r} is not one of the explorer's hardware "
                               f"({', '.join(h.key for h in hws)}); add it to hardware.")
-        return w.Dropdown(options=list(self.hardware), value=first.name, description="hardware")
+        return _select(list(self.hardware), first.name, "hardware")
 
     def _ipython_display_(self):
         from IPython.display import display
@@ -152,8 +168,6 @@ class RooflineExplorer(_Explorer):
     """``roofline_explorer``'s widget: batch slider, hardware and precision dropdowns."""
 
     def __init__(self, model, hardware, precision, max_batch, chip=None, batch=1):
-        import ipywidgets as w
-
         self.model = Models.get(model)
         chips = self._chip_dropdown(hardware, chip)
         precs = [p for p in ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4")
@@ -165,9 +179,10 @@ class RooflineExplorer(_Explorer):
         self.llm = hasattr(self.model, "kv_elements_per_token")
         super().__init__([
             _slider([2 ** i for i in range(0, max(1, int(max_batch).bit_length()))], batch,
-                    "batch", "batch (sequences)" if self.llm else "batch"),
+                    "batch", "batch (sequences)" if self.llm else "batch",
+                    "sequences" if self.llm else ""),
             chips,
-            w.Dropdown(options=precs, value=precision, description="precision"),
+            _select(precs, precision, "precision"),
         ])
 
     def _draw(self, ax):
@@ -212,8 +227,6 @@ class ServingExplorer(_Explorer):
 
     def __init__(self, model, hardware, chip=None, batch=1, prompt_tokens=2048,
                  output_tokens=128, weight_precision="fp16", kv_precision="fp16"):
-        import ipywidgets as w
-
         self.model = Models.get(model)
         if not hasattr(self.model, "prefill_table"):
             raise CourseError(f"serving_explorer needs an LLM such as 'Llama3_8B'; "
@@ -224,12 +237,12 @@ class ServingExplorer(_Explorer):
             if value not in options:
                 raise CourseError(f"{what}={value!r}: choose one of {', '.join(options)}.")
         super().__init__([
-            _slider([2 ** i for i in range(0, 10)], batch, "batch", "batch (sequences)"),
-            _slider([2 ** i for i in range(4, 16)], prompt_tokens, "prompt_tokens", "prompt tokens"),
-            _slider([2 ** i for i in range(0, 13)], output_tokens, "output_tokens", "output tokens"),
+            _slider([2 ** i for i in range(0, 10)], batch, "batch", "batch (sequences)", "sequences"),
+            _slider([2 ** i for i in range(4, 16)], prompt_tokens, "prompt_tokens", "prompt tokens", "tokens"),
+            _slider([2 ** i for i in range(0, 13)], output_tokens, "output_tokens", "output tokens", "tokens"),
             chips,
-            w.Dropdown(options=self.WEIGHTS, value=weight_precision, description="weights"),
-            w.Dropdown(options=self.KV, value=kv_precision, description="KV cache"),
+            _select(list(self.WEIGHTS), weight_precision, "weights"),
+            _select(list(self.KV), kv_precision, "KV cache"),
         ])
 
     def _draw(self, ax):

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..alt_text import describe_axes, hierarchical_text, sweep_text
 from ..precision import normalize
 from .result import _fmt_rate
 from .system import fmt_bytes
 
-LEVEL_COLORS = {"L1": "C2", "L2": "C1", "L3": "C4", "DRAM": "C0"}
+# Okabe and Ito's colour-vision-safe palette
+LEVEL_COLORS = {"L1": "#009E73", "L2": "#D55E00", "L3": "#CC79A7", "DRAM": "#0072B2"}
 
 
 def _axes(ax, size=(7.5, 4.8)):
@@ -97,6 +99,8 @@ def plot_hierarchical_roofline(hw, precision="fp64", kernels=None, ax=None, titl
     missing = [n for n, lv in hw.levels.items() if not lv.resolved]
     ax.set_title(title or (f"{hw.name}: hierarchical roofline, {prec}"
                            + (f"\n(not resolved: {', '.join(missing)})" if missing else "")), fontsize=9)
+    _styles_beside_colours(ax)
+    describe_axes(ax, lambda: hierarchical_text(ax, hw, prec, runs))
     return fig, ax
 
 
@@ -161,4 +165,25 @@ def plot_sweep(hw, ax=None, title=None):
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7, loc="lower left")
     ax.set_title(title or f"{hw.name}: acc += x over growing working sets", fontsize=9)
+    _styles_beside_colours(ax)
+    describe_axes(ax, lambda: sweep_text(ax, hw))
     return fig, ax
+
+
+# Colour is never the only carrier: each level's lines also differ in style (the legend shows it).
+LEVEL_STYLES = {"L1": (0, (1.5, 1.5)), "L2": (0, (6, 2, 1.5, 2)), "L3": (0, (5, 2)), "DRAM": "-"}
+
+
+def _styles_beside_colours(ax):
+    """Give every level's ceiling and cache-size line its level's line style (the bars of the
+    sweep's plateaus are short and thick: they keep theirs), and refresh the legend."""
+    for line in ax.get_lines():
+        name = line.get_label().split(":")[0].split(" ")[0]
+        if name in LEVEL_STYLES and line.get_linewidth() < 4:
+            line.set_linestyle(LEVEL_STYLES[name])
+    legend = ax.get_legend()
+    if legend is not None:
+        for handle, text in zip(legend.legend_handles, legend.get_texts()):
+            name = text.get_text().split(":")[0].split(" ")[0]
+            if name in LEVEL_STYLES and getattr(handle, "get_linewidth", lambda: 9)() < 4:
+                handle.set_linestyle(LEVEL_STYLES[name])
