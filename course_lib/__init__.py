@@ -30,6 +30,11 @@ from .analysis import crossover_batch, intensity_limit, max_batch_size, speedup
 # with the course's (this costs ~0.15 s of the import).
 registry()
 
+# In a notebook, a failed check or an unanswered cell shows one line, not a traceback.
+from .notebook_errors import install as _install_notebook_errors  # noqa: E402
+
+_install_notebook_errors()
+
 __version__ = "0.1.0"
 
 __all__ = ["Hardware", "Models", "solve", "serve", "plot_roofline", "Q_", "ureg",

@@ -9,7 +9,7 @@ import pytest
 
 from course_lib import Q_, predictions
 from course_lib.answers import encode
-from course_lib.checks import CheckFailed, Number, Reason, Regime, check_form, reveal
+from course_lib.checks import CheckFailed, Number, Reason, Regime, check_form, reveal, verify
 
 
 @pytest.fixture
@@ -72,12 +72,16 @@ def test_reveal_without_a_commit_shows_nothing_and_says_what_to_run(record):
     assert [e["kind"] for e in events(record)] == ["commit"]
 
 
-def test_nothing_is_recorded_while_nbgrader_runs_the_notebook(record, monkeypatch):
+def test_nbgraders_variable_does_not_switch_recording_off(record, monkeypatch):
+    """A student who sets NBGRADER_EXECUTION in their own kernel still commits and is still
+    refused the truth before committing (Validate records like Run All)."""
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
     q1_intensity = 0.25  # noqa: F841
     check_form("hello_q1", q1_intensity=Number("FLOP/byte"))
-    reveal("hello_q2")          # no error either: grading never withholds
-    assert not record.exists()
+    with pytest.raises(predictions.NotCommitted):
+        reveal("hello_q2")
+    reveal("hello_q1")
+    assert [e["kind"] for e in events(record)] == ["commit", "reveal"]
 
 
 def test_a_check_on_the_graders_namespace_commits_nothing(record):
@@ -162,3 +166,78 @@ def test_unparseable_lines_are_kept_as_problems(record):
     assert ev[-1] == {"unparseable": "not json"}
     assert any("not an event" in p for p in predictions.check_events(ev))
     json.dumps(ev)   # still plain data
+
+
+# ---- receipts and verify cells tell what is graded -------------------------------------------
+def test_the_receipt_echoes_the_committed_value_and_states_the_rule(record, capsys):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shown = []
+    shell = InteractiveShell.instance()
+    try:
+        shell.display_pub.publish = lambda data, **kw: shown.append(data["text/plain"])
+        q1_speedup, q1_reasoning = 3.0, "The H100 has three times the FLOP/s of the A100."
+        check_form("wall_q1", q1_speedup=Number(), q1_reasoning=Reason())
+        check_form("wall_q1", q1_speedup=Number(), q1_reasoning=Reason())
+        reveal("wall_q1")
+        q1_speedup = 1.643   # noqa: F841
+        check_form("wall_q1", q1_speedup=Number(), q1_reasoning=Reason())
+    finally:
+        InteractiveShell.clear_instance()
+    t = events(record)[0]["t"][11:19]
+    assert shown[0] == (f"Q1: answer committed at {t} UTC: q1_speedup = 3. Rule: {predictions.RULE}.")
+    assert shown[1].endswith("(unchanged since). Rule: " + predictions.RULE + ".")
+    assert shown[2].startswith(f"Q1: the truth is shown below (the reveal is recorded); graded on q1_speedup = 3,")
+    assert shown[3].startswith(f"Q1: graded on q1_speedup = 3, committed at {t} UTC before the truth was shown. "
+                               "Your revision q1_speedup = 1.643 (recorded at ")
+    assert "earns no correctness points" in shown[3]
+    assert not any("*" in s or " If " in s for s in shown), shown
+
+
+def test_verify_after_a_revision_judges_the_committed_answer_and_says_so(record, capsys):
+    q1_speedup, q1_reasoning = 3.0, "The H100 has three times the FLOP/s of the A100."
+    check_form("wall_q1", q1_speedup=Number(), q1_reasoning=Reason())
+    reveal("wall_q1")
+    capsys.readouterr()
+    assert verify("wall_q1", "q1_speedup", Number(rel_tol=0.02), 1.643, "The bandwidth ratio.") is False
+    before = capsys.readouterr().out
+    assert "Your prediction differs. The bandwidth ratio." in before and "revision" not in before
+    q1_speedup = 1.643   # noqa: F841
+    check_form("wall_q1", q1_speedup=Number(), q1_reasoning=Reason())
+    reveal("wall_q1")
+    capsys.readouterr()
+    assert verify("wall_q1", "q1_speedup", Number(rel_tol=0.02), 1.643, "The bandwidth ratio.") is False
+    out = capsys.readouterr().out
+    t = events(record)[0]["t"][11:16]
+    assert f"q1_speedup (committed {t} UTC, graded): 3" in out
+    assert "Your committed answer differs. The bandwidth ratio." in out
+    assert (f"You committed 3 at {t} UTC (differs from the truth); your revision 1.643 holds but earns no "
+            "correctness points: Q1 is graded on the answer committed before the truth was shown.") in out
+    assert "Your prediction holds" not in out
+
+
+def test_a_restarted_kernel_is_told_to_rerun_its_answer_cells(record, capsys):
+    q3_prediction = 256     # noqa: F841
+    check_form("hello_q3", q3_prediction=Number())
+    reveal("hello_q3")
+    del q3_prediction       # a restarted kernel: the answer cell has not run again
+    with pytest.raises(CheckFailed, match=r"^Q3 was answered before \(committed q3_prediction = 256 at "
+                                          r"\d\d:\d\d:\d\d UTC\), but this kernel has not run its answer cell: "
+                                          r"re-run the setup cell and your answer cells \(Run All, or Run > Run All "
+                                          r"Above\)\.$") as e:
+        check_form("hello_q3", q3_prediction=Number())
+    assert e.value.label == "unanswered"
+    with pytest.raises(CheckFailed, match=r"^q4_prediction is not answered yet"):   # never answered
+        check_form("hello_q4", q4_prediction=Regime())
+    capsys.readouterr()
+    verify("hello_q3", "q3_prediction", Number(), 256)      # judged on the committed answer
+    out = capsys.readouterr().out
+    assert "q3_prediction (now):" in out and "not defined in this kernel (re-run the setup cell" in out
+    assert "Your committed answer holds." in out
+
+
+def test_check_failures_and_not_committed_render_as_one_line():
+    one = CheckFailed("q2_ridge is not answered yet: replace it.", label="unanswered")._render_traceback_()
+    assert len(one) == 1 and one[0].endswith("Check failed\x1b[0m: q2_ridge is not answered yet: replace it.")
+    nc = predictions.NotCommitted("Q2: no committed prediction yet.")._render_traceback_()
+    assert len(nc) == 1 and "Q2: no committed prediction yet." in nc[0]
