@@ -42,17 +42,17 @@ def unanswered_message(source: str) -> str:
 
 
 def _handler(shell, etype, value, tb, tb_offset=None):
-    """IPython custom exception handler: the structured traceback to show."""
+    """IPython custom exception handler: shows the error (IPython does not show what a handler
+    returns), as one line when an answer cell raised it itself, else as the usual traceback."""
     last = tb
     while last is not None and last.tb_next is not None:
         last = last.tb_next
     frame = last.tb_frame if last is not None else None
-    in_cell = (frame is not None and frame.f_code.co_name == "<module>" and frame.f_globals is shell.user_ns
-               and not str(value))
-    if not in_cell:
-        return shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
-    source = "".join(linecache.getlines(frame.f_code.co_filename))
-    return [f"\x1b[0;31mNot answered yet\x1b[0m: {unanswered_message(source)}"]
+    if (frame is not None and frame.f_code.co_name == "<module>" and frame.f_globals is shell.user_ns
+            and not str(value)):
+        line = unanswered_message("".join(linecache.getlines(frame.f_code.co_filename)))
+        value._render_traceback_ = lambda: [f"\x1b[0;31mNot answered yet\x1b[0m: {line}"]
+    shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
 
 
 def install() -> None:

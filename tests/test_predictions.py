@@ -241,3 +241,27 @@ def test_check_failures_and_not_committed_render_as_one_line():
     assert len(one) == 1 and one[0].endswith("Check failed\x1b[0m: q2_ridge is not answered yet: replace it.")
     nc = predictions.NotCommitted("Q2: no committed prediction yet.")._render_traceback_()
     assert len(nc) == 1 and "Q2: no committed prediction yet." in nc[0]
+
+
+def test_an_unanswered_answer_cell_says_which_question_in_one_line():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from course_lib import notebook_errors
+
+    shell = InteractiveShell.instance()
+    shown = []
+    try:
+        shell._showtraceback = lambda etype, value, stb: shown.append((etype.__name__, stb))
+        notebook_errors.install()
+        r = shell.run_cell("# q3_prediction: one of 16, 64; q3_reasoning: one sentence\n# YOUR CODE HERE\n"
+                           "raise NotImplementedError()")
+        assert not r.success        # still an error: Run All stops there
+        # anywhere else, a NotImplementedError keeps its traceback
+        shell.run_cell("def later():\n    raise NotImplementedError('not yet')\nlater()")
+    finally:
+        InteractiveShell.clear_instance()
+    (name, stb), (name2, stb2) = shown
+    assert name == "NotImplementedError" and len(stb) == 1
+    assert stb[0].endswith("Q3 is not answered yet: replace raise NotImplementedError() with your answer "
+                           "(q3_prediction, q3_reasoning), then run this cell and the form check below it.")
+    assert name2 == "NotImplementedError" and len(stb2) > 1 and stb2[-1].endswith("not yet")
