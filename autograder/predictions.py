@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -120,28 +121,31 @@ def read_record(folder: Path, notebook: str, questions, submitted_at: str | None
 
 
 def truth_shown(nb: dict, questions) -> list[str]:
-    """The questions (of `questions`) whose truth a saved notebook shows: a verify cell (its
-    grade_id ends in ``_verify``) with output other than an error or a receipt. A verify cell
-    reveals the questions its source names in quotes (``reveal("hello_q4", "hello_q5")``,
-    ``show("hello_q4")``) and the one its grade_id names."""
-    import re
-
+    """The questions (of `questions`) whose truth a saved notebook shows: a verify cell with
+    output other than an error or a receipt. A verify cell is one whose grade_id ends in
+    ``_verify`` (the question it names) or whose source reveals questions by id
+    (``reveal("hello_q4", "hello_q5")``, ``show("hello_q4")``): metadata a student stripped
+    does not hide it."""
     questions = set(questions)
     out = []
     for cell in nb.get("cells", []) if isinstance(nb, dict) else []:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
-        gid = str(((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id") or "")
-        if not gid.endswith("_verify"):
-            continue
         outputs = [o for o in cell.get("outputs") or [] if isinstance(o, dict)]
         if not any(o.get("output_type") != "error" and P.MIME not in (o.get("data") or {}) for o in outputs):
             continue
+        gid = str(((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id") or "")
         source = cell.get("source") or ""
         source = "".join(source) if isinstance(source, list) else str(source)
-        named = set(re.findall(r"""["']([A-Za-z]\w*_q\d+\w*)["']""", source)) | {gid[: -len("_verify")]}
+        named = {gid[: -len("_verify")]} if gid.endswith("_verify") else set()
+        for args in _REVEALS.findall(source):
+            named |= set(_QUOTED.findall(args))
         out += sorted(q for q in named & questions if q not in out)
     return out
+
+
+_REVEALS = re.compile(r"\b(?:reveal|show)\s*\(([^)]*)\)")
+_QUOTED = re.compile(r"""["']([A-Za-z]\w*)["']""")
 
 
 def _iso(timestamp: str) -> str:

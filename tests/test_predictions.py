@@ -265,3 +265,86 @@ def test_an_unanswered_answer_cell_says_which_question_in_one_line():
     assert stb[0].endswith("Q3 is not answered yet: replace raise NotImplementedError() with your answer "
                            "(q3_prediction, q3_reasoning), then run this cell and the form check below it.")
     assert name2 == "NotImplementedError" and len(stb2) > 1 and stb2[-1].endswith("not yet")
+
+
+# ---- the grading rule (autograder.predictions), on records made here --------------------------
+def _grading_record(events, shown=()):
+    from autograder.predictions import Record
+
+    return Record(events, [], "file", [], list(shown))
+
+
+def _final(**values):
+    return {n: {"value": encode(v)} for n, v in values.items()}
+
+
+def test_a_by_hand_answer_is_graded_as_committed_like_a_prediction(record):
+    from autograder.predictions import CHANGED, decide, question_cells
+    from autograder.verify import TestCell
+
+    test = TestCell(notebook="hello_roofline", grade_id="hello_q1_correct", source="", points=2, hidden=True, names=["q1_intensity"],
+                    sources={"q1_intensity": "hello_q1_answer"})
+    assert question_cells([test]) == {"hello_q1": {"q1_intensity": "hello_q1_answer"}}
+    q1_intensity = 0.5  # noqa: F841
+    check_form("hello_q1", q1_intensity=Number("FLOP/byte"))
+    reveal("hello_q1")
+    q1_intensity = 0.25  # noqa: F841
+    check_form("hello_q1", q1_intensity=Number("FLOP/byte"))
+    d = decide(_grading_record(events(record)), "hello_q1", ["q1_intensity"], _final(q1_intensity=0.25))
+    assert d.rule == CHANGED and d.withheld and d.committed == {"q1_intensity": encode(0.5)}
+    assert "Q1 was changed after its truth was revealed: you committed q1_intensity = 0.5" in d.message
+
+
+def _verify_cell(source, outputs, grade_id=None):
+    meta = {"nbgrader": {"grade_id": grade_id}} if grade_id else {}
+    return {"cell_type": "code", "source": source, "metadata": meta, "outputs": outputs}
+
+
+PRINTED = [{"output_type": "stream", "name": "stdout", "text": "course_lib: 'memory-bound'\n"}]
+
+
+def test_a_verify_cells_saved_output_shows_its_truth():
+    from autograder.predictions import truth_shown
+
+    receipt = [{"output_type": "display_data", "data": {predictions.MIME: {}, "text/plain": "Q1: ..."}}]
+    error = [{"output_type": "error", "ename": "NotCommitted", "evalue": "", "traceback": []}]
+    nb = {"cells": [
+        _verify_cell('reveal("wall_q1")\nprint(truth)', PRINTED, "wall_q1_verify"),
+        _verify_cell('reveal("wall_q2", "wall_q3")\nprint(truth)', PRINTED),      # metadata stripped
+        _verify_cell('show("wall_q4")', receipt + error, "wall_q4_verify"),        # refused: no truth shown
+        _verify_cell('reveal("wall_q5")', [], "wall_q5_verify"),                   # outputs cleared
+        _verify_cell('print("wall_q6")', PRINTED),                                 # not a verify cell
+    ]}
+    assert truth_shown(nb, [f"wall_q{i}" for i in range(1, 7)]) == ["wall_q1", "wall_q2", "wall_q3"]
+
+
+def test_a_truth_shown_without_a_recorded_reveal_counts_as_revealed_after_the_first_commit(record):
+    from autograder.predictions import CHANGED, SHOWN, decide
+
+    q1_speedup = 3.0  # noqa: F841
+    check_form("wall_q1", q1_speedup=Number())
+    q1_speedup = 1.643  # noqa: F841
+    check_form("wall_q1", q1_speedup=Number())          # a "revision before the reveal": none recorded
+    ev = events(record)
+    d = decide(_grading_record(ev, ["wall_q1"]), "wall_q1", ["q1_speedup"], _final(q1_speedup=1.643))
+    assert d.rule == CHANGED and d.withheld and d.committed == {"q1_speedup": encode(3.0)}
+    assert "without a recorded reveal" in d.flag
+    same = decide(_grading_record(ev[:1], ["wall_q1"]), "wall_q1", ["q1_speedup"], _final(q1_speedup=3.0))
+    assert same.rule == "committed" and not same.withheld and "without a recorded reveal" in same.flag
+    none = decide(_grading_record([], ["wall_q1"]), "wall_q1", ["q1_speedup"], _final(q1_speedup=1.643))
+    assert none.rule == SHOWN and none.withheld
+    plain = decide(_grading_record(ev), "wall_q1", ["q1_speedup"], _final(q1_speedup=1.643))
+    assert plain.rule == "final" and not plain.withheld and not plain.flag     # no truth on screen
+
+
+def test_no_record_follows_the_instructors_policy_and_is_flagged_either_way():
+    from autograder.predictions import NO_RECORD, Record, decide
+
+    none = Record([], [], "none")
+    final = decide(none, "wall_q1", ["q1_speedup"], _final(q1_speedup=1.643))
+    assert final.rule == NO_RECORD and not final.withheld and "final answer" in final.flag
+    zero = decide(none, "wall_q1", ["q1_speedup"], _final(q1_speedup=1.643), "zero-predictions")
+    assert zero.rule == NO_RECORD and zero.withheld and "no correctness points" in zero.flag
+    assert "Q1 earns no correctness points" in zero.message
+    with pytest.raises(ValueError, match="final, zero-predictions"):
+        decide(none, "wall_q1", ["q1_speedup"], {}, "lenient")
