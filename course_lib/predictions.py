@@ -46,7 +46,7 @@ from pathlib import Path
 
 __all__ = ["RECORD_FILE", "MIME", "NotCommitted", "commit", "reveal", "record_path", "load_record",
            "make_event", "event_hash", "check_events", "question_events", "history", "graded",
-           "notebook_events", "same_value", "show_values", "RULE"]
+           "committed_before", "notebook_events", "same_value", "show_values", "show_value", "clock", "RULE"]
 
 RECORD_FILE = ".predictions.jsonl"
 MIME = "application/vnd.roofline.predictions+json"
