@@ -59,11 +59,13 @@ def test_revision_restart_and_errors_tell_the_truth_in_one_line(browser, student
         assert "(differs from the truth); your revision" in again and "holds but earns no correctness points" in again
         assert "Your prediction holds" not in again, again
 
-        # Kernel > Restart: the names are gone, the record is not
-        session = next(s for s in student_lab.api("GET", "/api/sessions") if s["path"].endswith(path.name))
-        student_lab.api("POST", f"/api/kernels/{session['kernel']['id']}/restart")
-        page.wait_for_timeout(3000)          # the page hears of the restart, then the kernel is idle
-        page.wait_for_function(KERNEL_IDLE, timeout=60_000)
+        # Kernel > Restart Kernel: the names are gone, the record is not
+        page.locator(".lm-MenuBar-itemLabel", has_text="Kernel").click()
+        page.locator(".lm-Menu-itemLabel").get_by_text(re.compile(r"^Restart Kernel")).first.click()
+        page.locator(".jp-Dialog .jp-mod-accept").click()
+        page.locator(".jp-Dialog").wait_for(state="detached")
+        page.wait_for_timeout(2000)          # the status bar hears of the restart, then the kernel is idle
+        page.wait_for_function(KERNEL_IDLE, timeout=90_000)
         restarted = run_cell(page, at["wall_q1_form"])
         assert one_line(restarted) and "Q1 was answered before (committed q1_speedup = " in restarted, restarted
         assert "re-run the setup cell and your answer cells (Run All, or Run > Run All Above)" in restarted, restarted
