@@ -181,6 +181,9 @@ def _commit(question: str, specs: dict, values: dict) -> None:
         commit(question, answers, " ".join(reasons) or None)
     except UnsupportedAnswer as e:
         raise CheckFailed(f"{_names(list(answers))}: {e}", label="not-an-answer") from None
+    except OSError as e:
+        raise CheckFailed(f"{_label(question)}: your answer could not be recorded ({e}): keep the notebook in a "
+                          "folder you can write to, then run this check again.") from None
 
 
 def reveal(*questions: str) -> None:

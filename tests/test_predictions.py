@@ -348,3 +348,11 @@ def test_no_record_follows_the_instructors_policy_and_is_flagged_either_way():
     assert "Q1 earns no correctness points" in zero.message
     with pytest.raises(ValueError, match="final, zero-predictions"):
         decide(none, "wall_q1", ["q1_speedup"], {}, "lenient")
+
+
+def test_a_record_that_cannot_be_written_fails_the_form_check_saying_why(record):
+    record.mkdir()          # not a file: appending to it fails
+    q1_intensity = 0.25  # noqa: F841
+    with pytest.raises(CheckFailed, match=r"^Q1: your answer could not be recorded \(.*\): keep the notebook in a "
+                                          r"folder you can write to"):
+        check_form("hello_q1", q1_intensity=Number("FLOP/byte"))
