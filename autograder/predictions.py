@@ -132,6 +132,8 @@ def truth_shown(nb: dict, questions) -> list[str]:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         outputs = [o for o in cell.get("outputs") or [] if isinstance(o, dict)]
+        if any(o.get("output_type") == "error" and o.get("ename") == "NotCommitted" for o in outputs):
+            continue        # reveal refused: whatever the cell printed before it is no truth
         if not any(o.get("output_type") != "error" and P.MIME not in (o.get("data") or {}) for o in outputs):
             continue
         gid = str(((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id") or "")

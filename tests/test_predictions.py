@@ -314,8 +314,9 @@ def test_a_verify_cells_saved_output_shows_its_truth():
         _verify_cell('show("wall_q4")', receipt + error, "wall_q4_verify"),        # refused: no truth shown
         _verify_cell('reveal("wall_q5")', [], "wall_q5_verify"),                   # outputs cleared
         _verify_cell('print("wall_q6")', PRINTED),                                 # not a verify cell
+        _verify_cell('print("Q7")\nreveal("wall_q7")', PRINTED + error, "wall_q7_verify"),  # printed, then refused
     ]}
-    assert truth_shown(nb, [f"wall_q{i}" for i in range(1, 7)]) == ["wall_q1", "wall_q2", "wall_q3"]
+    assert truth_shown(nb, [f"wall_q{i}" for i in range(1, 8)]) == ["wall_q1", "wall_q2", "wall_q3"]
 
 
 def test_a_truth_shown_without_a_recorded_reveal_counts_as_revealed_after_the_first_commit(record):
