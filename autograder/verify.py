@@ -24,6 +24,7 @@ import ast
 import builtins
 import json
 import os
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -93,7 +94,24 @@ def named_answers(source: str, answers) -> list[str]:
             found.append((node.value.lineno, node.value.col_offset, node.arg))
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in answers:
             found.append((node.lineno, node.col_offset, node.value))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            # a question declared in course_lib.questions (grade("phases_q3")) reads its variables
+            for name in _declared_variables(node.value):
+                if name in answers:
+                    found.append((node.lineno, node.col_offset, name))
     return list(dict.fromkeys(n for _, _, n in sorted(found)))
+
+
+def _declared_variables(qid: str) -> list[str]:
+    """The answer variables of a question declared in course_lib.questions, or []."""
+    if not re.fullmatch(r"[a-z]+_q\d+[a-z]?", qid):
+        return []
+    try:
+        from course_lib.questions import get
+
+        return get(qid).variables
+    except (KeyError, ImportError):
+        return []
 
 
 def _meta(cell) -> dict:

@@ -130,9 +130,21 @@ def check_form(question: str, *, namespace: dict | None = None, **specs: Spec) -
     """
     __tracebackhide__ = True
     _check_question(question)
-    if not specs:
-        raise TypeError("check_form needs the answer variables, e.g. q2_ridge=Number('FLOP/byte')")
-    spaces = [namespace] if namespace is not None else _namespaces(sys._getframe(1))
+    if not specs:         # a question declared in course_lib.questions brings its own specs
+        from .questions import get
+
+        try:
+            specs = get(question).specs
+        except KeyError:
+            raise TypeError("check_form needs the answer variables, e.g. q2_ridge=Number('FLOP/byte'), "
+                            f"or the id of a question declared in course_lib.questions; {question!r} is neither") from None
+    return _check_form_from(sys._getframe(1), question, specs, namespace)
+
+
+def _check_form_from(frame, question: str, specs: dict, namespace: dict | None = None) -> None:
+    """check_form, the answers looked up from `frame` (the cell's) unless `namespace` is given."""
+    __tracebackhide__ = True
+    spaces = [namespace] if namespace is not None else _namespaces(frame)
     values = {name: _lookup(name, spaces) for name in specs}
     missing = [n for n, v in values.items() if v is _MISSING]
     if missing:

@@ -136,6 +136,33 @@ MEASUREMENTS: tuple[Measurement, ...] = tuple(
 _FIELD_NAMES = tuple(f.name for f in fields(Measurement))
 
 
+#: gpt-fast's generate.py defaults, the setting of its README's decode speeds
+GPT_FAST_PROMPT_TOKENS, GPT_FAST_OUTPUT_TOKENS = 5, 200
+
+
+def decode_bound(row: Measurement, **precisions):
+    """course_lib's serve() of a measured batch-1 decode row in the row's own setting (gpt-fast:
+    a 5-token prompt, 200 new tokens), weights at the row's precision unless `precisions`
+    (serve's precision keywords) say otherwise. Its ``1 / decode.latency_si`` is the roofline
+    bound in tokens/s that every lesson compares with ``row.value``.
+
+    >>> row = find(kind="llm_decode", model="Llama2_7B", precision="bf16", tp=1)[0]
+    >>> bound = 1 / decode_bound(row).decode.latency_si
+    >>> bound > row.value
+    True
+    """
+    from . import Hardware, Models, serve
+
+    if row.kind != "llm_decode" or row.tp != 1 or row.batch_size != 1:
+        raise ValueError(f"decode_bound takes a single-GPU, batch-1 llm_decode row; got {row.kind}, "
+                         f"tp={row.tp}, batch {row.batch_size}")
+    if not precisions:
+        precisions = ({"precision": row.precision} if row.precision in ("bf16", "fp16")
+                      else {"precision": "bf16", "weight_precision": row.precision})
+    return serve(Models.get(row.model), Hardware.get(row.hardware), prompt_tokens=GPT_FAST_PROMPT_TOKENS,
+                 output_tokens=GPT_FAST_OUTPUT_TOKENS, **precisions)
+
+
 def find(**filters) -> list[Measurement]:
     """Rows whose fields equal every given value: ``find(kind="gemm", hardware="A100")``.
 

@@ -74,6 +74,10 @@ MISCONCEPTIONS: dict[str, Misconception] = {
         "treating all of prefill as attention, quadratic in the prompt",
         "Most prefill FLOPs are the weight matmuls, linear in the prompt; only attention grows like "
         "P squared. Weigh the two."),
+    "attention-ignored": Misconception(
+        "leaving causal attention out of prefill, as if its FLOPs were all linear in the prompt",
+        "Add causal attention: it grows like P(P+1)/2, so its share of the FLOPs rises with the "
+        "prompt. Weigh it at the lengths asked."),
     # units
     "gib-vs-gb": Misconception(
         "mixing binary GiB (2^30 B) and decimal GB (10^9 B)",

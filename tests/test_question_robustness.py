@@ -47,7 +47,9 @@ def every_check_recorded():
     def recording(question, name, spec, truth, **kw):
         frame = sys._getframe(1)
         try:
-            original(question, name, spec, truth, namespace={**frame.f_globals, **frame.f_locals}, **kw)
+            if kw.get("namespace") is None:      # a direct call from the cell: its frame holds the answers
+                kw["namespace"] = {**frame.f_globals, **frame.f_locals}
+            original(question, name, spec, truth, **kw)
         except CheckFailed as e:
             seen.append((name, spec.kind, e))
         else:

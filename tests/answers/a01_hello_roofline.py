@@ -18,6 +18,7 @@ MISTAKES = {
         ("mac-as-1-flop", "q2_ridge = 312e12 / 2 / 2.039e12\n"),
         ("sparse-peak", "q2_ridge = 624e12 / 2.039e12\n"),
         ("unit-prefix", "q2_ridge = 312e12 / 2.039e9\n"),
+        ("inverted-ratio", "q2_ridge = 2.039e12 / 312e12\n"),
     ],
     "hello_q3_prediction": [
         ("mac-as-1-flop", 'q3_prediction = 128\n'
@@ -36,6 +37,8 @@ MISTAKES = {
                           "q5_latency_us = (2 * params + act_bytes) / 2.039e12 * 1e6\n"),
         ("other-roof", "q5_intensity = F / (2 * params + act_bytes)\n"
                        "q5_latency_us = F / 312e12 * 1e6                  # the compute time\n"),
+        ("unit-prefix", "q5_intensity = F / (2 * params + act_bytes)\n"
+                        "q5_latency_us = (2 * params + act_bytes) / 2.039e12 * 1e3   # milliseconds\n"),
     ],
     "hello_q6_prediction": [
         ("weights-per-sample", 'q6_limit = F / (2 * params + act_bytes)\n'

@@ -7,12 +7,16 @@ MISTAKES = {
                         'q1_reasoning = "Prefill reads a long prompt from memory, decode does the math for each token."\n'),
     ],
     "phases_q2_prediction": [
-        ("attention-quadratic", 'q2_prediction = 4.0\n'
-                                'q2_reasoning = "Attention is quadratic in the prompt, so doubling the prompt quadruples TTFT."\n'),
+        ("attention-quadratic", 'q2_prediction = 64.0\n'
+                                'q2_reasoning = "Attention is quadratic in the prompt, so 8x the prompt is 64x the TTFT."\n'),
+        ("attention-ignored", 'q2_prediction = 8.0\n'
+                              'q2_reasoning = "Prefill is compute-bound and its FLOPs are linear in the prompt."\n'),
     ],
     "phases_q3_prediction": [
         ("weights-per-sample", 'q3_prediction = 64\n'
                                'q3_reasoning = "Sixty-four sequences mean sixty-four times the work in every step."\n'),
+        ("no-kv-cache", 'q3_prediction = 1.0\n'
+                        'q3_reasoning = "The weights are read once per step whatever the batch, so TPOT does not move."\n'),
     ],
     "phases_q4_answer": [
         ("query-heads", 'q4_kv_per_token = 2 * 32 * 32 * 128 * 2     # n_heads instead of n_kv_heads\n'
@@ -30,7 +34,9 @@ MISTAKES = {
     ],
     "phases_q6_prediction": [
         ("query-heads", 'q6_prediction = 1.0\n'
-                        'q6_reasoning = "Both models have the same layers and query heads, so the same batch fits."\n'),
+                        'q6_reasoning = "Both models have the same layers and query heads, so the same cache fits."\n'),
+        ("weights-not-subtracted", 'q6_prediction = 4.0\n'
+                                   'q6_reasoning = "MHA stores 4x the KV bytes per token, so a quarter of the tokens fit."\n'),
     ],
     "phases_q7_prediction": [
         ("token-cost", 'q7_chatbot = "decode"\n'

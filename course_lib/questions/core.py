@@ -1,0 +1,250 @@
+"""A graded question, declared once: its answers' specs, its truth, its named mistakes, its hint
+and the arithmetic shown after the reveal (lesson 1 introduces the cells that use it).
+
+A lesson's module (``course_lib.questions.phases`` for ``phases_q3``...) declares each graded
+question with :func:`question`; the notebook then needs one line per cell:
+
+* form check (visible test): ``check_form("phases_q3")`` takes the specs from here;
+* hidden test: ``grade("phases_q3")`` checks every answer variable against the truth computed
+  now, naming the classic mistake an answer matches;
+* verify cell: ``show("phases_q3")`` reveals (only a committed prediction), prints the
+  arithmetic, then each answer next to the truth, naming the mistake it looks like.
+
+The hidden test and the verify cell read the same :class:`Solution`, so they cannot disagree,
+and nothing in a verify cell's source states the answer or how to find it before it runs.
+
+>>> from course_lib.answer_forms import Ratio, Reason
+>>> @question("demo_q1", rule="prediction", specs={"q1_x": Ratio(rel_tol=0.1), "q1_why": Reason()})
+... def _demo():
+...     return Solution({"q1_x": Truth(2.0, mistakes={"inverted-ratio": 0.5})}, hint="Divide.")
+>>> get("demo_q1").answer_names
+['q1_x']
+>>> q1_x = 0.5
+>>> grade("demo_q1")
+Traceback (most recent call last):
+course_lib.misconceptions.CheckFailed: q1_x matches a classic mistake: dividing the wrong way round. Check which quantity goes on top of the ratio the question asks for.
+>>> del REGISTRY["demo_q1"]
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..answer_forms import Reason, Spec
+from ..misconceptions import MISCONCEPTIONS, CheckFailed
+
+__all__ = ["Question", "Solution", "Truth", "question", "get", "REGISTRY", "RULES", "takeaways", "lesson_questions",
+           "check_form", "grade", "show", "lesson_module"]
+
+#: how a question is graded; each heading says which (and so does the form check's receipt)
+RULES = {
+    "prediction": "a prediction: graded on the answer you commit before its verify cell shows the truth",
+    "by-hand": "worked by hand: graded on the answer you commit before its verify cell shows the truth",
+}
+
+#: grade_id prefix -> the module of course_lib.questions that declares the lesson's questions
+LESSON_MODULES = {"hello": "hello", "wall": "wall", "phases": "phases", "quant": "quant", "mach": "mach"}
+
+
+@dataclass
+class Truth:
+    """One answer variable's truth, the answers its classic mistakes lead to, and what the
+    verify cell says after the reveal when the answer differs."""
+
+    value: Any
+    mistakes: dict = field(default_factory=dict)     # misconception label -> value (or values, or None)
+    explanation: str = ""
+
+    def __post_init__(self):
+        unknown = [k for k in self.mistakes if k not in MISCONCEPTIONS]
+        if unknown:
+            raise ValueError(f"unknown misconception label(s) {unknown}; add them to "
+                             "course_lib.misconceptions.MISCONCEPTIONS")
+
+
+@dataclass
+class Solution:
+    """What a question's solver returns: a Truth per answer variable, the hint for a wrong
+    answer that matches no listed mistake (it never states the answer), and `work`, a function
+    that prints the arithmetic (run by the verify cell after the reveal)."""
+
+    truths: dict
+    hint: str = ""
+    work: Callable[[], None] | None = None
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    rule: str
+    specs: dict                          # answer variable -> Spec (Reason() for a reasoning)
+    solve: Callable[..., Solution]
+    givens: dict                         # the canonical parameters, passed to `solve`
+
+    @property
+    def answer_names(self) -> list[str]:
+        """The variables graded for correctness (every spec but the reasonings)."""
+        return [n for n, s in self.specs.items() if not isinstance(s, Reason)]
+
+    @property
+    def variables(self) -> list[str]:
+        return list(self.specs)
+
+    def solution(self, **givens) -> Solution:
+        sol = self.solve(**{**self.givens, **givens})
+        if not isinstance(sol, Solution):
+            raise TypeError(f"{self.id}: its solver must return a Solution, got {type(sol).__name__}")
+        if set(sol.truths) != set(self.answer_names):
+            raise ValueError(f"{self.id}: the solver gives truths for {sorted(sol.truths)}, "
+                             f"the specs name {sorted(self.answer_names)}")
+        return sol
+
+
+REGISTRY: dict[str, Question] = {}
+
+
+def question(qid: str, *, rule: str, specs: dict, givens: dict | None = None):
+    """Declare a graded question (a decorator for its solver)."""
+    if rule not in RULES:
+        raise ValueError(f"rule must be one of {sorted(RULES)}, got {rule!r}")
+    if not specs or not all(isinstance(s, Spec) for s in specs.values()):
+        raise TypeError(f"{qid}: specs maps each answer variable to a Spec, e.g. "
+                        "{'q3_prediction': Ratio(rel_tol=0.1), 'q3_reasoning': Reason()}")
+
+    def register(solve):
+        REGISTRY[qid] = Question(qid, rule, dict(specs), solve, dict(givens or {}))
+        return solve
+
+    return register
+
+
+def lesson_module(qid: str) -> str:
+    prefix = qid.split("_", 1)[0]
+    if prefix not in LESSON_MODULES:
+        raise KeyError(f"no lesson declares questions with the prefix {prefix!r} (known: {sorted(LESSON_MODULES)})")
+    return f"{__package__}.{LESSON_MODULES[prefix]}"
+
+
+def get(qid: str) -> Question:
+    """The declared question `qid` (importing its lesson's module on first use)."""
+    if not isinstance(qid, str):
+        raise TypeError(f"a question is named by its id, such as 'phases_q3'; got {qid!r}")
+    if qid not in REGISTRY:
+        try:
+            importlib.import_module(lesson_module(qid))
+        except KeyError:
+            pass
+    if qid not in REGISTRY:
+        raise KeyError(f"no graded question {qid!r} is declared in course_lib.questions")
+    return REGISTRY[qid]
+
+
+def _caller_namespace(frame) -> dict:
+    """The answers visible where the cell runs, nearest first (as course_lib.checks looks)."""
+    from ..checks import _namespaces
+
+    merged: dict = {}
+    for space in reversed(_namespaces(frame)):
+        merged.update(space)
+    return merged
+
+
+def check_form(qid: str) -> None:
+    """The visible form check of a declared question: each answer has the form its spec asks
+    for (not whether it is right); a passing check commits the answer (course_lib.predictions)."""
+    __tracebackhide__ = True
+    from .. import checks
+
+    q = get(qid)
+    frame = sys._getframe(1)
+    # checks.check_form looks the names up from ITS caller's frame: call it as the cell would
+    return checks._check_form_from(frame, qid, q.specs)
+
+
+def grade(qid: str, *, namespace: dict | None = None) -> None:
+    """The hidden test of a declared question: every answer variable against the truth
+    computed now. Raises CheckFailed naming every wrong variable (the first one's label)."""
+    __tracebackhide__ = True
+    from .. import checks
+
+    q = get(qid)
+    ns = namespace if namespace is not None else _caller_namespace(sys._getframe(1))
+    sol = q.solution()
+    failures = []
+    for name in q.answer_names:
+        t = sol.truths[name]
+        try:
+            checks.check_answer(qid, name, q.specs[name], t.value, mistakes=t.mistakes,
+                                hint=sol.hint, namespace=ns)
+        except CheckFailed as e:
+            failures.append(e)
+    if len(failures) == 1:
+        raise failures[0]
+    if failures:
+        raise CheckFailed("\n".join(str(e) for e in failures), label=failures[0].label)
+
+
+def show(qid: str, *, namespace: dict | None = None) -> None:
+    """The verify cell of a declared question: reveals the truth (only for a committed
+    prediction, recording the reveal), prints the arithmetic, then each answer next to the
+    truth, naming the classic mistake it looks like."""
+    __tracebackhide__ = True
+    from .. import checks
+
+    q = get(qid)
+    ns = namespace if namespace is not None else _caller_namespace(sys._getframe(1))
+    checks.reveal(qid)
+    sol = q.solution()
+    if sol.work is not None:
+        sol.work()
+        print()
+    for name in q.answer_names:
+        t = sol.truths[name]
+        checks.verify(qid, name, q.specs[name], t.value, t.explanation, mistakes=t.mistakes, namespace=ns)
+
+
+def _number(qid: str):
+    import re
+
+    hit = re.search(r"_q(\d+)([a-z]?)$", qid)
+    return (int(hit.group(1)), hit.group(2)) if hit else (10**6, qid)
+
+
+def lesson_questions(prefix: str) -> list[Question]:
+    """The declared questions of one lesson (`prefix`, e.g. "phases"), in question order."""
+    importlib.import_module(lesson_module(f"{prefix}_q0"))
+    return sorted((q for q in REGISTRY.values() if q.id.split("_", 1)[0] == prefix), key=lambda q: _number(q.id))
+
+
+def takeaways(prefix: str) -> None:
+    """The lesson's take-aways (its module's TAKEAWAYS), shown only once every graded question
+    of the lesson has had its truth shown; until then, which question comes next."""
+    from .. import predictions
+
+    module = importlib.import_module(lesson_module(f"{prefix}_q0"))
+    events = predictions.load_record(predictions.record_path())
+    pending = []
+    for q in lesson_questions(prefix):
+        mine = predictions.question_events(events, q.id)
+        kinds = {e.get("kind") for e in mine}
+        if "reveal" not in kinds:
+            label = q.id.split("_", 1)[1].upper()
+            state = "not committed yet" if not kinds & {"commit", "revise"} else "committed, its verify cell not run yet"
+            pending.append(f"{label} ({state})")
+    if pending:
+        print("The take-aways appear here once every question's truth has been shown. Still to do: "
+              + ", ".join(pending) + ".")
+        return
+    text = getattr(module, "TAKEAWAYS", "").strip()
+    try:
+        from IPython import get_ipython
+        from IPython.display import Markdown, display
+
+        if get_ipython() is not None:
+            display(Markdown(text))
+            return
+    except ImportError:  # pragma: no cover
+        pass
+    print(text)

@@ -1,0 +1,292 @@
+"""Lesson 1, "Hello, roofline": its graded questions (``hello_q1`` ... ``hello_q8``).
+
+Each solver computes the truth with course_lib when it is called (at grading time too), the
+answer each classic mistake leads to, and the arithmetic its verify cell prints. A verify
+cell's arithmetic shows nothing a later question asks for: Q4's shows the bytes against the
+byte budget of the ridge, not the intensity Q5 asks for.
+"""
+from __future__ import annotations
+
+from ..answer_forms import Choice, Number, Reason, Regime
+from .core import Solution, Truth, question
+
+CHIP, MODEL = "A100", "ResNet50"
+
+
+def _resnet(chip=CHIP, batch=1):
+    """ResNet-50 on `chip` at `batch` (fp16, pure roofline), the model and the chip."""
+    from .. import Hardware, Models, solve
+
+    model, hw = Models.get(MODEL), Hardware.get(chip)
+    return solve(model, hw, batch_size=batch, precision="fp16"), model, hw
+
+
+def _act_bytes(model) -> float:
+    """fp16 activation bytes of one image, every layer's input and output (the notebook's act_bytes)."""
+    return 2 * sum(layer.activations * layer.count for layer in model.layers)
+
+
+# ---- Q1 -----------------------------------------------------------------------------------------
+@question("hello_q1", rule="by-hand", specs={"q1_intensity": Number("FLOP/byte", rel_tol=0.02)},
+          givens={"n": 1_000_000})
+def q1(n):
+    from .. import Hardware
+    from ..models import dot
+
+    k = dot(n)
+    truth = k.flops_per_sample / k.bytes("fp16")
+
+    def work():
+        print(f"FLOPs     = 2 x {n:,}            = {k.flops_per_sample:.6g}")
+        print(f"bytes     = 2 B x (2 x {n:,} + 1) = {k.bytes('fp16'):.7g}")
+        print(f"intensity = {k.flops_per_sample:.6g} / {k.bytes('fp16'):.7g} = {truth:.4g} FLOP/byte")
+        ridges = {h.key: h.ridge_point_si("fp16") for h in Hardware.all() if "fp16" in h.precisions}
+        lowest = min(ridges, key=ridges.get)
+        print(f"\nLowest fp16 ridge point in the hardware zoo: {lowest}, {ridges[lowest]:.0f} FLOP/byte: "
+              f"{ridges[lowest] / truth:.0f} times the dot product's intensity.")
+
+    return Solution(
+        {"q1_intensity": Truth(truth, mistakes={"mac-as-1-flop": (k.flops_per_sample / 2) / k.bytes("fp16"),
+                                                "bytes-per-element": k.flops_per_sample / k.bytes("int8")},
+                               explanation="Count 2 FLOPs per multiply-accumulate and 2 bytes per fp16 "
+                                           "element; both vectors are read and the result is written.")},
+        hint="FLOPs: n multiply-accumulates; bytes: both vectors read and the result written, at 2 bytes "
+             "per fp16 element.",
+        work=work)
+
+
+# ---- Q2 -----------------------------------------------------------------------------------------
+@question("hello_q2", rule="by-hand", specs={"q2_ridge": Number("FLOP/byte", rel_tol=0.02)},
+          givens={"chip": CHIP})
+def q2(chip):
+    from .. import Hardware
+
+    hw = Hardware.get(chip)
+    ridge = hw.ridge_point("fp16")
+    peak, bw = hw.peak_flops_si("fp16"), hw.memory_bandwidth_si
+
+    def work():
+        print(f"ridge = {peak:.4g} FLOP/s / {bw:.4g} byte/s = {peak / bw:.1f} FLOP/byte")
+
+    return Solution(
+        {"q2_ridge": Truth(ridge, mistakes={"mac-as-1-flop": ridge / 2,            # a peak read as MAC/s
+                                            "sparse-peak": 2 * ridge,              # the with-sparsity headline
+                                            "unit-prefix": [ridge * 1e3, ridge / 1e3],
+                                            "inverted-ratio": 1 / ridge.m},        # bandwidth / peak
+                           explanation="TFLOP/s over TB/s: the 10^12 prefixes cancel. Use the dense peak, "
+                                       "which counts 2 FLOPs per multiply-accumulate.")},
+        hint="Divide the dense fp16 peak in FLOP/s by the bandwidth in byte/s.",
+        work=work)
+
+
+# ---- Q3 -----------------------------------------------------------------------------------------
+Q3_SIZES = (16, 64, 128, 256, 1024)
+
+
+@question("hello_q3", rule="prediction",
+          specs={"q3_prediction": Choice(*Q3_SIZES), "q3_reasoning": Reason()},
+          givens={"n": 4096, "k": 4096})
+def q3(n, k):
+    from .. import Hardware, solve
+    from ..models import matmul
+
+    hw = Hardware.get(CHIP)
+    runs = {m: solve(matmul(m, n, k), hw) for m in Q3_SIZES}
+    truth = min(m for m in Q3_SIZES if runs[m].bottleneck == "compute-bound")
+    ridge = hw.ridge_point_si("fp16")
+
+    def first_above(line, scale=1.0):
+        """The smallest listed M whose intensity (x scale) reaches `line`, or None."""
+        return min((m for m in Q3_SIZES if runs[m].arithmetic_intensity.m * scale >= line), default=None)
+
+    def work():
+        print(f"{'M':>5} {'FLOP/byte':>10} {'time':>11}   regime (ridge {ridge:.1f} FLOP/byte)")
+        for m in (1, *Q3_SIZES, 4096):
+            p = solve(matmul(m, n, k), hw)
+            print(f"{m:>5} {p.arithmetic_intensity.m:>10.1f} {p.latency.to('us').m:>8.2f} us   {p.bottleneck}")
+        if n == k:      # I(M) = n M / (2 M + n) for a square weight matrix
+            m_star = n * ridge / (n - 2 * ridge)
+            print(f"\n{n} M / (2 M + {n}) = {ridge:.1f}  ->  M* = {n} x {ridge:.1f} / ({n} - 2 x {ridge:.1f}) "
+                  f"= {m_star:.1f}")
+
+    return Solution(
+        {"q3_prediction": Truth(truth, mistakes={"sparse-peak": first_above(2 * ridge),
+                                                 "mac-as-1-flop": [first_above(ridge / 2),
+                                                                   first_above(ridge, scale=0.5)]},
+                                explanation="The weight matrix is read once however large M is, so each "
+                                            "weight is reused M times: intensity grows with M. Set I(M) "
+                                            "equal to the ridge and solve for M.")},
+        hint="Set I(M) equal to the ridge point and solve for M; then take the first listed size above it.",
+        work=work)
+
+
+# ---- Q4 -----------------------------------------------------------------------------------------
+@question("hello_q4", rule="prediction", specs={"q4_prediction": Regime(), "q4_reasoning": Reason()},
+          givens={"chip": CHIP, "batch": 1})
+def q4(chip, batch):
+    p, model, hw = _resnet(chip, batch)
+    ridge = hw.ridge_point_si("fp16")
+    weights = p.bytes_breakdown["weights"].m_as("B")
+    weights_only = p.flops_si / weights                          # FLOPs per weight byte
+    budget = p.flops_si / ridge                                  # the bytes at which I = ridge
+
+    def work():
+        # the bytes against the ridge's byte budget: the intensity itself is Q5's by-hand answer
+        print(f"Byte budget: to be compute-bound, F FLOPs may move at most F / ridge = {p.flops_si:.4g} / "
+              f"{ridge:.1f} = {budget:.4g} B.")
+        act = p.bytes_si - weights
+        print(f"weights only:          {weights:.4g} B, {'under' if weights <= budget else 'over'} the budget "
+              f"(F / weight bytes = {weights_only:.1f} FLOP/byte, {'above' if weights_only >= ridge else 'below'} "
+              "the ridge)")
+        print(f"weights + activations: {weights:.4g} + {act:.4g} B, "
+              f"{'under' if p.bytes_si <= budget else 'over'} the budget -> {p.bottleneck}")
+
+    return Solution(
+        {"q4_prediction": Truth(p.bottleneck, mistakes={
+            "weights-only": "compute-bound" if weights_only >= ridge else "memory-bound"},
+            explanation="Count every byte the layers move: each reads its input and writes its output "
+                        "as well as reading its weights. Compare FLOPs per byte with the ridge.")},
+        hint="Compare FLOPs per byte moved with the ridge point, counting every byte the layers move.",
+        work=work)
+
+
+# ---- Q5 -----------------------------------------------------------------------------------------
+@question("hello_q5", rule="by-hand",
+          specs={"q5_intensity": Number("FLOP/byte", rel_tol=0.02), "q5_latency_us": Number("us", rel_tol=0.02)},
+          givens={"chip": CHIP, "batch": 1})
+def q5(chip, batch):
+    from .. import Q_
+
+    p, model, hw = _resnet(chip, batch)
+    weights = p.bytes_breakdown["weights"].m_as("B")
+
+    def work():
+        act = _act_bytes(model)
+        print(f"bytes = 2 x params + act_bytes = {2 * model.parameters:.4g} + {act:.4g} = {p.bytes_si:.4g} B\n")
+        print(p)
+
+    return Solution(
+        {"q5_intensity": Truth(p.arithmetic_intensity,
+                               mistakes={"weights-only": p.flops_si / weights,
+                                         "mac-as-1-flop": p.arithmetic_intensity / 2},
+                               explanation="Bytes at batch 1 = 2 x params + act_bytes; intensity = F / bytes."),
+         "q5_latency_us": Truth(p.latency,
+                                mistakes={"other-roof": min(p.t_compute, p.t_memory),
+                                          "weights-only": Q_(weights / hw.memory_bandwidth_si, "s"),
+                                          "unit-prefix": [p.latency * 1e3, p.latency / 1e3]},
+                                explanation="Latency = the larger of F / peak and bytes / bandwidth, in "
+                                            "microseconds.")},
+        hint="Bytes at batch 1 are the weights once plus one image's activations; the roofline latency is "
+             "the larger of F / peak and bytes / bandwidth, in microseconds.",
+        work=work)
+
+
+# ---- Q6 -----------------------------------------------------------------------------------------
+@question("hello_q6", rule="prediction",
+          specs={"q6_limit": Number("FLOP/byte", rel_tol=0.02), "q6_reasoning": Reason()})
+def q6():
+    import numpy as np
+
+    from .. import intensity_limit
+
+    batch1, model, hw = _resnet()
+    limit = intensity_limit(model, "fp16")
+
+    def work():
+        from .. import solve
+
+        batches = 2 ** np.arange(0, 13)                          # 1, 2, 4, ..., 4096
+        sweep = solve(model, hw, batch_size=batches)
+        for b, i, regime in zip(batches, sweep.arithmetic_intensity.m, sweep.bottleneck):
+            print(f"batch {b:>5}: intensity {i:6.1f} FLOP/byte   {regime}")
+        f, act = model.flops_per_sample, _act_bytes(model)
+        print(f"\nlimit as b grows: F / S_act = {f:.4g} / {act:.4g} = {f / act:.1f} FLOP/byte "
+              f"(course_lib: intensity_limit = {limit.m:.1f})")
+
+    return Solution(
+        {"q6_limit": Truth(limit, mistakes={"weights-per-sample": batch1.arithmetic_intensity,  # weights read per image
+                                            "mac-as-1-flop": limit / 2},
+                           explanation="Batching shares the weights, not the activations: every image "
+                                       "still reads and writes its own feature maps, so b F / (W + b S_act) "
+                                       "tends to F / S_act.")},
+        hint="Let b grow in I(b) = b F / (W + b S_act): which part of the bytes stops mattering?",
+        work=work)
+
+
+# ---- Q7 -----------------------------------------------------------------------------------------
+@question("hello_q7", rule="prediction", specs={"q7_prediction": Regime(), "q7_reasoning": Reason()},
+          givens={"chip": "H100", "batch": 1024})
+def q7(chip, batch):
+    from .. import Hardware, crossover_batch, intensity_limit, solve
+
+    p, model, hw = _resnet(chip, batch)
+    weights_only = p.flops_si / p.bytes_breakdown["weights"].m_as("B")   # as if batching left only the weights
+
+    def work():
+        limit = intensity_limit(model).m
+        print(f"ResNet-50's intensity limit F / S_act = {limit:.1f} FLOP/byte\n")
+        for other in dict.fromkeys((chip, "A100", "V100")):
+            h = Hardware.get(other)
+            run = solve(model, h, batch_size=batch)
+            ridge = h.ridge_point_si("fp16")
+            print(f"{h.name:22s} ridge {ridge:6.1f} ({ridge / limit - 1:+5.0%} vs the limit); batch {batch}: "
+                  f"intensity {run.arithmetic_intensity.m:6.1f} -> {run.bottleneck}; "
+                  f"crossover batch {crossover_batch(model, h):.4g}")
+
+    return Solution(
+        {"q7_prediction": Truth(p.bottleneck, mistakes={
+            "weights-only": "compute-bound" if weights_only >= hw.ridge_point_si("fp16") else "memory-bound"},
+            explanation="The limit F / S_act belongs to the model (Q6), the ridge to the chip: a batch "
+                        "can only clear a ridge that sits below the limit.")},
+        hint="Compare the model's intensity limit (Q6) with this chip's ridge point.",
+        work=work)
+
+
+# ---- Q8 -----------------------------------------------------------------------------------------
+Q8_LAYERS = ("conv1", "layer1.0.conv2", "layer4.0.conv2", "fc")
+
+
+@question("hello_q8", rule="prediction",
+          specs={"q8_prediction": Choice(*Q8_LAYERS), "q8_reasoning": Reason()})
+def q8():
+    p, model, hw = _resnet()
+    layers = p.layers
+    rows = {r["name"]: r for r in layers}
+    params = {layer.name: layer.params for layer in model.layers}
+    compute_bound = [name for name in Q8_LAYERS if rows[name]["bottleneck"] == "compute-bound"]
+    if len(compute_bound) != 1:
+        raise ValueError(f"hello_q8 assumes exactly one listed layer is compute-bound; course_lib finds {compute_bound}")
+
+    def work():
+        for name in Q8_LAYERS:
+            print(f"{name:15s} intensity {rows[name]['intensity']:6.1f} FLOP/byte -> {rows[name]['bottleneck']}")
+        print(f"\n{len(layers.memory_bound())} of {len(layers)} layers are memory-bound at batch 1. "
+              "The lowest intensities:")
+        for row in sorted(layers, key=lambda r: r["intensity"])[:8]:
+            print(f"  {row['name']:22s} {row['kind']:5s} {row['intensity']:6.1f} FLOP/byte, "
+                  f"{row['bytes'] / 1e6:.3g} MB moved")
+        print(f"\nsum of per-layer bounds {p.layerwise_latency.to('us').m:.1f} us >= whole-model bound "
+              f"{p.latency.to('us').m:.1f} us")
+        big, _, _ = _resnet(batch=256)
+        print(f"compute-bound layers at batch 256: {len(big.layers.compute_bound())} of {len(layers)}")
+
+    return Solution(
+        {"q8_prediction": Truth(compute_bound[0], mistakes={
+            "flops-not-bytes": max(Q8_LAYERS, key=lambda n: rows[n]["flops"]),
+            "weights-only": max(Q8_LAYERS, key=lambda n: rows[n]["flops"] / params[n])},
+            explanation="A conv reuses each weight once per output pixel, and each activation once per "
+                        "output channel and kernel tap: count the bytes, not just the FLOPs.")},
+        hint="Work out each layer's FLOPs per byte moved, its activations included, and compare with the ridge.",
+        work=work)
+
+
+TAKEAWAYS = """
+* Intensity = FLOPs / bytes; ridge = peak / bandwidth; below the ridge, bandwidth sets the time.
+* Count **all** the bytes: for a CNN the activations matter as much as the weights.
+* Batching raises intensity by sharing the weights, up to a limit set by per-sample traffic
+  (F / S_act); whether that limit clears the ridge depends on the chip, and a verdict within a
+  few percent of the ridge is not a safe prediction.
+* A model's regime is an average over layers that can disagree with each other.
+* The roofline is a bound. Real runs are slower; efficiency and overhead knobs can describe the
+  gap, but only if they are shown.
+"""
