@@ -357,3 +357,27 @@ def test_a_record_that_cannot_be_written_fails_the_form_check_saying_why(record)
     with pytest.raises(CheckFailed, match=r"^Q1: your answer could not be recorded \(.*\): keep the notebook in a "
                                           r"folder you can write to"):
         check_form("hello_q1", q1_intensity=Number("FLOP/byte"))
+
+
+def test_a_declared_questions_verify_cell_judges_the_committed_answer(record, capsys):
+    """course_lib.questions' show() passes the cell's namespace along: the record still rules."""
+    from course_lib.answer_forms import Ratio
+    from course_lib.questions import core
+
+    @core.question("demo_q1", rule="by-hand", specs={"q1_x": Ratio(rel_tol=0.05)})
+    def _demo():
+        return core.Solution({"q1_x": core.Truth(2.0, mistakes={"inverted-ratio": 0.5})}, hint="Divide.")
+
+    try:
+        q1_x = 0.5
+        core.check_form("demo_q1")
+        core.show("demo_q1")
+        q1_x = 2.0  # noqa: F841
+        core.check_form("demo_q1")
+        capsys.readouterr()
+        core.show("demo_q1")
+        out = capsys.readouterr().out
+    finally:
+        del core.REGISTRY["demo_q1"]
+    assert "q1_x (committed " in out and "Your committed answer differs. It matches a classic mistake" in out
+    assert "(differs from the truth); your revision " in out and "holds but earns no correctness points" in out
