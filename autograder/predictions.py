@@ -247,15 +247,19 @@ def _decide(events: list, question: str, names: list, final: dict, shown: bool =
         flag = "the truth is in the notebook's outputs without a recorded reveal: graded on the first commit"
     elif not h["revealed"] or committed is None:
         return Decision("final", committed, final)
+    # the answers a commit records: a question's reasoning variables are kept as its reason, and
+    # graded on the final notebook like any written part
     committed = {n: v for n, v in committed.items() if n in names}
-    if set(committed) == set(names) and len(final) == len(names) and P.same_value(committed, final):
+    ends = {n: final[n] for n in committed if n in final}
+    if committed and len(ends) == len(committed) and P.same_value(committed, ends):
         return Decision("committed", committed, final, flag=flag)
     label = _label(question)
     why = ("before the reveal" if not flag else
            "first (the notebook shows its truth, and the record holds no reveal: it counts as revealed then)")
     return Decision(CHANGED, committed, final, withheld=True, flag=flag,
                     message=f"{label} was changed after its truth was revealed: you committed {_shown(committed)} "
-                    f"{why}, and the notebook ends with {_shown(final)}. An answer counts as committed before "
+                    f"{why}, and the notebook ends with {_shown({n: final[n] for n in committed if n in final})}. "
+                    "An answer counts as committed before "
                     f"the truth is shown, so {label} earns no correctness points (its form and reflection "
                     "points are not affected).")
 

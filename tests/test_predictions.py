@@ -381,3 +381,20 @@ def test_a_declared_questions_verify_cell_judges_the_committed_answer(record, ca
         del core.REGISTRY["demo_q1"]
     assert "q1_x (committed " in out and "Your committed answer differs. It matches a classic mistake" in out
     assert "(differs from the truth); your revision " in out and "holds but earns no correctness points" in out
+
+
+def test_a_questions_reasoning_is_no_change_of_its_answer(record):
+    """A declared question's hidden test reads its reasoning too; the commit keeps the reasoning
+    as its reason: the answer is compared on the answers alone."""
+    from autograder.predictions import CHANGED, decide
+
+    q3_prediction, q3_reasoning = 256, "With N = K = 4096 the intensity grows with M until it meets the ridge."
+    check_form("hello_q3", q3_prediction=Number(), q3_reasoning=Reason())
+    reveal("hello_q3")
+    names = ["q3_prediction", "q3_reasoning"]
+    same = decide(_grading_record(events(record)), "hello_q3", names,
+                  _final(q3_prediction=256, q3_reasoning="Reworded after the reveal, the same answer."))
+    assert same.rule == "committed" and not same.withheld and same.committed == {"q3_prediction": encode(256)}
+    changed = decide(_grading_record(events(record)), "hello_q3", names,
+                     _final(q3_prediction=128, q3_reasoning=q3_reasoning))
+    assert changed.rule == CHANGED and "the notebook ends with q3_prediction = 128." in changed.message
