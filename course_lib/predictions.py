@@ -329,6 +329,19 @@ def commit(question: str, values: dict, reasoning: str | None = None) -> dict | 
     return event
 
 
+def _rule(question: str) -> str:
+    """"Rule: ..." as a receipt states it, with the question's kind where course_lib.questions
+    declares it ("Rule (worked by hand): ...")."""
+    kinds = {"prediction": "a prediction", "by-hand": "worked by hand"}
+    try:
+        from .questions import get
+
+        kind = kinds.get(get(question).rule)
+    except Exception:       # not a declared question (or its lesson module is missing)
+        kind = None
+    return f"Rule ({kind}): {RULE}." if kind else f"Rule: {RULE}."
+
+
 def _receipt(question: str, events: list, current: dict, new: bool) -> str:
     """What a form check says after committing: the value graded, when it was committed, and
     the rule; after a revision past the reveal, that the revision earns no correctness points."""
@@ -338,12 +351,12 @@ def _receipt(question: str, events: list, current: dict, new: bool) -> str:
         verb = "revised" if new and h["events"] > 1 else "committed"
         since = "" if new else " (unchanged since)"
         return (f"{label}: answer {verb} at {clock(h['committed_t'])}: {show_values(h['committed'])}{since}. "
-                f"Rule: {RULE}.")
+                f"{_rule(question)}")
     graded_text = f"{show_values(h['committed'])}, committed at {clock(h['committed_t'])} before the truth was shown"
     if same_value(h["committed"], current):
-        return f"{label}: graded on {graded_text} (your answer is unchanged). Rule: {RULE}."
+        return f"{label}: graded on {graded_text} (your answer is unchanged). {_rule(question)}"
     return (f"{label}: graded on {graded_text}. Your revision {show_values(current)} (recorded at "
-            f"{clock(h['last_t'])}) is kept in the record but earns no correctness points. Rule: {RULE}.")
+            f"{clock(h['last_t'])}) is kept in the record but earns no correctness points. {_rule(question)}")
 
 
 def graded(question: str) -> dict | None:

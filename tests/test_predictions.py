@@ -398,3 +398,17 @@ def test_a_questions_reasoning_is_no_change_of_its_answer(record):
     changed = decide(_grading_record(events(record)), "hello_q3", names,
                      _final(q3_prediction=128, q3_reasoning=q3_reasoning))
     assert changed.rule == CHANGED and "the notebook ends with q3_prediction = 128." in changed.message
+
+
+def test_a_declared_questions_receipt_names_its_kind(record):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shown = []
+    shell = InteractiveShell.instance()
+    try:
+        shell.display_pub.publish = lambda data, **kw: shown.append(data["text/plain"])
+        q1_intensity = 0.25  # noqa: F841
+        check_form("hello_q1")                      # declared in course_lib.questions.hello, by hand
+    finally:
+        InteractiveShell.clear_instance()
+    assert shown and shown[0].endswith(f"q1_intensity = 0.25. Rule (worked by hand): {predictions.RULE}."), shown
