@@ -1,9 +1,11 @@
 """The grading rule holds for every question and cannot be switched off, and what the notebook
 says about it is true: scripted students work a small predict-then-verify assignment in real
-kernels (a prediction, Q1, and an answer worked out by hand, Q2), hand it in as notebooks with
+kernels (a prediction, Q1, an answer worked out by hand, Q2, and a question declared in
+course_lib.questions, Q3 = hello_q4), hand it in as notebooks with
 their record beside them, and the instructor grades it through the real path.
 
 * honest   -- right from the start: full marks;
+* reworder -- right, then rewords Q3's reasoning after its reveal: full marks (same answer);
 * byhand   -- works Q2 out wrong, sees the truth, fixes it (then restarts and runs all): no
               correctness points for Q2, and every receipt and verify cell says why;
 * envtrick -- sets NBGRADER_EXECUTION in its own kernel, predicts Q1 wrong, sees the truth and
@@ -39,6 +41,10 @@ Q1_WRONG = ("q1_regime = 'compute-bound'\n"
             "q1_reasoning = 'Eight billion parameters make so many FLOPs that the tensor cores are the limit.'")
 Q2_RIGHT = "q2_ms = decode.latency.m_as('ms')"
 Q2_WRONG = "q2_ms = decode.latency.m_as('ms') / 2"
+Q3_RIGHT = ("q4_prediction = 'memory-bound'\n"
+            "q4_reasoning = 'Every layer reads and writes its activations, which roughly doubles the bytes.'")
+Q3_REWORDED = ("q4_prediction = 'memory-bound'\n"
+               "q4_reasoning = 'The activations each layer moves add about as many bytes as the weights.'")
 HIDDEN_Q1 = ("# Checks q1_regime (hidden test).\n### BEGIN HIDDEN TESTS\n"
              "from course_lib import Hardware, Models, solve\nfrom course_lib.checks import Regime, check_answer\n"
              "check_answer('rules_q1', 'q1_regime', Regime(), solve(Models.Llama3_8B, Hardware.H100, batch_size=1))\n"
@@ -70,6 +76,16 @@ def source_notebook() -> nbformat.NotebookNode:
         cell("code", "# Verify Q2 (locked).\nreveal('rules_q2')\n"
                      "verify('rules_q2', 'q2_ms', Number('ms', rel_tol=0.02), decode.latency, 'Bytes over bandwidth.')",
              "rules_q2_verify", locked=True),
+        # a question declared in course_lib.questions: its hidden test reads the reasoning too
+        cell("markdown", "### Q3 · ResNet-50's regime at batch 1 (prediction, 3 points)"),
+        cell("code", "# q4_prediction: 'memory-bound' or 'compute-bound'; q4_reasoning: one sentence\n" + sol(Q3_RIGHT),
+             "hello_q4_prediction", solution=True),
+        cell("code", "# Form check (visible).\nfrom course_lib import questions\nquestions.check_form('hello_q4')",
+             "hello_q4_form", grade=True, locked=True, points=1),
+        cell("code", "# Hidden test.\n### BEGIN HIDDEN TESTS\nfrom course_lib.questions import grade\n"
+                     "grade('hello_q4')\n### END HIDDEN TESTS", "hello_q4_correct", grade=True, locked=True, points=2),
+        cell("code", "# Verify (locked).\nfrom course_lib import questions\nquestions.show('hello_q4')",
+             "hello_q4_verify", locked=True),
     ])
 
 
@@ -146,6 +162,7 @@ def fetch(release: Path, home: Path) -> Path:
 def fill(s: Student, q1=Q1_RIGHT, q2=Q2_RIGHT) -> None:
     s.answer("rules_q1_prediction", q1)
     s.answer("rules_q2_answer", q2)
+    s.answer("hello_q4_prediction", Q3_RIGHT)
 
 
 @pytest.fixture(scope="module")
@@ -184,6 +201,14 @@ def graded(tmp_path_factory):
     s = Student(fetch(course.release, base / "fresh"))
     s.run_all()
     seen["fresh"] = {gid(c): c.outputs for c in s.nb.cells if c.cell_type == "code"}
+    s.save_and_stop()
+
+    # a declared question's reasoning reworded after the reveal: the answer is the same
+    s = Student(fetch(course.release, lms / "reworder"))
+    fill(s)
+    s.run_all()
+    s.answer("hello_q4_prediction", Q3_REWORDED)
+    s.run("hello_q4_prediction", "hello_q4_form", "hello_q4_verify")
     s.save_and_stop()
 
     s = Student(fetch(course.release, lms / "envtrick"))
@@ -233,11 +258,17 @@ def cell_scores(course) -> dict:
 
 
 def test_right_answers_earn_full_marks(graded):
-    assert graded["scores"]["honest"] == {"rules_q1_correct": 2.0, "rules_q2_correct": 2.0}
+    assert graded["scores"]["honest"] == {"rules_q1_correct": 2.0, "rules_q2_correct": 2.0, "hello_q4_correct": 2.0}
+
+
+def test_a_reworded_reasoning_after_the_reveal_is_no_change_of_the_answer(graded):
+    assert graded["scores"]["reworder"] == graded["scores"]["honest"]
+    rows = {r["student"] + r["question"]: r for r in graded["rows"]}
+    assert rows["reworderhello_q4"]["rule"] == "committed"
 
 
 def test_a_by_hand_answer_changed_after_its_reveal_earns_no_correctness_points(graded):
-    assert graded["scores"]["byhand"] == {"rules_q1_correct": 0 + 2.0, "rules_q2_correct": 0.0}
+    assert graded["scores"]["byhand"] == {"rules_q1_correct": 2.0, "rules_q2_correct": 0.0, "hello_q4_correct": 2.0}
     page = graded["course"].autograded / "byhand" / A / f"{NB}.ipynb"
     meta = nbformat.read(page, as_version=4).metadata["autograder"]
     assert meta["predictions"]["questions"]["rules_q2"]["rule"] == "changed-after-reveal"
@@ -290,13 +321,13 @@ def test_run_all_on_a_fresh_notebook_stops_with_one_line_at_the_first_question(g
 
 
 def test_nbgraders_variable_in_the_students_kernel_changes_nothing(graded):
-    assert graded["scores"]["envtrick"] == {"rules_q1_correct": 0.0, "rules_q2_correct": 2.0}
+    assert graded["scores"]["envtrick"] == {"rules_q1_correct": 0.0, "rules_q2_correct": 2.0, "hello_q4_correct": 2.0}
     rows = {r["student"] + r["question"]: r for r in graded["rows"]}
     assert rows["envtrickrules_q1"]["rule"] == "changed-after-reveal"
 
 
 def test_a_truth_on_screen_without_a_recorded_reveal_is_flagged_and_graded_on_the_first_commit(graded):
-    assert graded["scores"]["hider"] == {"rules_q1_correct": 0.0, "rules_q2_correct": 2.0}
+    assert graded["scores"]["hider"] == {"rules_q1_correct": 0.0, "rules_q2_correct": 2.0, "hello_q4_correct": 2.0}
     rows = {r["student"] + r["question"]: r for r in graded["rows"]}
     assert rows["hiderrules_q1"]["rule"] == "changed-after-reveal"
     assert "without a recorded reveal" in rows["hiderrules_q1"]["flag"]
@@ -306,13 +337,13 @@ def test_a_truth_on_screen_without_a_recorded_reveal_is_flagged_and_graded_on_th
 
 
 def test_no_record_is_graded_by_the_instructors_policy_and_flagged_either_way(graded):
-    assert graded["scores"]["cleared"] == {"rules_q1_correct": 2.0, "rules_q2_correct": 2.0}
+    assert graded["scores"]["cleared"] == graded["scores"]["honest"]
     assert "cleared rules: no prediction record (graded on the final answers)" in graded["grade"]
     assert "no prediction record (graded on final answers): cleared (rules)" in graded["report"]
     rows = {r["student"] + r["question"]: r for r in graded["rows"]}
     assert rows["clearedrules_q1"]["rule"] == "no-record" and "final answer" in rows["clearedrules_q1"]["flag"]
     # --no-record zero-predictions: no correctness points; the others untouched
-    assert graded["zero_scores"]["cleared"] == {"rules_q1_correct": 0.0, "rules_q2_correct": 0.0}
+    assert graded["zero_scores"]["cleared"] == {"rules_q1_correct": 0.0, "rules_q2_correct": 0.0, "hello_q4_correct": 0.0}
     assert graded["zero_scores"]["honest"] == graded["scores"]["honest"]
     assert "cleared rules: no prediction record (no correctness points for its questions" in graded["zero"]
     rows = {r["student"] + r["question"]: r for r in graded["zero_rows"]}
