@@ -350,3 +350,21 @@ def test_no_record_is_graded_by_the_instructors_policy_and_flagged_either_way(gr
     assert "no correctness points" in rows["clearedrules_q2"]["flag"]
     assert "no prediction record (no correctness points: --no-record zero-predictions): cleared (rules)" \
         in graded["zero_report"]
+
+
+def test_nbgraders_validate_records_like_run_all(graded, tmp_path):
+    import subprocess
+    import sys
+
+    nb = nbformat.read(graded["course"].release / A / f"{NB}.ipynb", as_version=4)
+    for c in nb.cells:
+        c.source = {"rules_q1_prediction": Q1_RIGHT, "rules_q2_answer": Q2_RIGHT,
+                    "hello_q4_prediction": Q3_RIGHT}.get(gid(c), c.source)
+    nbformat.write(nb, tmp_path / f"{NB}.ipynb")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NBGRADER")}
+    p = subprocess.run([str(Path(sys.executable).parent / "nbgrader"), "validate", f"{NB}.ipynb"], cwd=tmp_path,
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert "Success! Your notebook passes all the tests." in p.stdout, p.stdout + p.stderr
+    events = predictions.load_record(tmp_path / predictions.RECORD_FILE)
+    assert [(e["q"], e["kind"]) for e in events] == [(q, k) for q in ("rules_q1", "rules_q2", "hello_q4")
+                                                     for k in ("commit", "reveal")]
