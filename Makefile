@@ -24,7 +24,8 @@ ROOTFLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 # The venv's bin/ first on PATH: nbgrader's Formgrader runs `alembic` as a command to open its
 # gradebook, and fails with a 500 when it is not found.
 lab: $(STAMP)
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter lab $(ROOTFLAG) notebooks/
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter lab $(ROOTFLAG) \
+		--ServerApp.contents_manager_class=course_lib.jupyter_contents.NotebookContentsManager notebooks/
 
 # Regenerate the student notebooks in notebooks/ from the nbgrader sources in solutions/.
 release: $(STAMP)

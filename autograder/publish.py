@@ -90,9 +90,15 @@ def lessons_table(release: Path) -> str:
     return "\n".join(rows)
 
 
+#: a hidden test of a question declared in course_lib.questions, whose truth is computed by the
+#: public library: the line names the question and nothing else
+DECLARED_CALL = re.compile(r'^grade\("[a-z]+_q\d+[a-z]?"\)$')
+
+
 def secret_lines(source: Path, release: Path) -> set[str]:
     """Every line of a solution or hidden-test block in source/*/*.ipynb that no student notebook
-    shows anyway; import lines name the public library and give nothing away."""
+    shows anyway; import lines name the public library and give nothing away, nor does the
+    one-line hidden test of a declared question (``grade("phases_q3")``)."""
     import nbformat
 
     # a line that any student notebook shows is public, whichever lesson's block it is also in
@@ -109,7 +115,8 @@ def secret_lines(source: Path, release: Path) -> set[str]:
                     inside = True
                 elif any(m in line for m in (SOLUTION_END, HIDDEN_END)):
                     inside = False
-                elif inside and len(text) >= MIN_LINE and text not in shown and not IMPORT.match(text):
+                elif (inside and len(text) >= MIN_LINE and text not in shown and not IMPORT.match(text)
+                      and not DECLARED_CALL.match(text)):
                     secrets.add(text)
     return secrets
 

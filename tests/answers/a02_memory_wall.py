@@ -13,6 +13,12 @@ MISTAKES = {
         ("gib-vs-gb", 'streamed = (8_030_261_248 - 128_256 * 4_096) * 2\n'
                       'q2_bytes_gb = streamed / 2**30\n'
                       'q2_ms = streamed / 2.039e12 * 1e3\n'),
+        ("bytes-per-element", 'streamed = 8_030_261_248 - 128_256 * 4_096   # 1 byte per weight\n'
+                              'q2_bytes_gb = streamed / 1e9\n'
+                              'q2_ms = streamed * 2 / 2.039e12 * 1e3\n'),
+        ("unit-prefix", 'streamed = (8_030_261_248 - 128_256 * 4_096) * 2\n'
+                        'q2_bytes_gb = streamed / 1e9\n'
+                        'q2_ms = streamed / 2.039e12          # seconds, not milliseconds\n'),
     ],
     "wall_q3_answer": [
         ("mac-as-1-flop", 'q3_crossover_a100 = 312e12 / 2.039e12 / 2   # the peak read as MAC/s\n'
@@ -27,7 +33,8 @@ MISTAKES = {
                                'q5_reasoning = "Every new generation has a higher ridge point than the one before."\n'),
     ],
     "wall_q6_answer": [
-        ("sustained-bandwidth", 'q6_fraction = 104.9 * 13.225e9 / 1.7e12   # the README\'s empirical peak\n'),
+        ("sustained-bandwidth", 'q6_fraction = 104.9 * 13.279e9 / 1.7e12   # the README\'s empirical peak\n'),
+        ("gib-vs-gb", 'q6_fraction = 104.9 * 13.279 * 2**30 / 2.039e12   # the GB read as GiB\n'),
     ],
     "wall_q7_prediction": [
         ("peak-ratio", 'q7_chatbot = "H100"\n'

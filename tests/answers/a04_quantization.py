@@ -10,6 +10,9 @@ MISTAKES = {
     "quant_q2_prediction": [
         ("weights-only", "q2_int8_speedup = 2.0   # the bytes-per-element ratios\n"
                          "q2_int4_speedup = 4.0\n"),
+        ("weights-only", "other = (KV + A) * 2\n"
+                         "q2_int8_speedup = (W * 2 + other) / (W * 1 + other)\n"
+                         "q2_int4_speedup = 4.0   # int4's bytes-per-element ratio\n"),
     ],
     "quant_q3_prediction": [
         ("other-phase", "q3_weight_only_speedup = 2.0\n"
@@ -18,6 +21,9 @@ MISTAKES = {
         ("w8a8-attention", "q3_weight_only_speedup = 1.0\n"
                            "q3_w8a8_speedup = 2.0\n"
                            'q3_reasoning = "Prefill is compute-bound and int8 math runs at twice the fp16 peak."\n'),
+        ("other-phase", "q3_weight_only_speedup = 1.0\n"
+                        "q3_w8a8_speedup = 1.93   # decode's W8A8 speedup, not prefill's\n"
+                        'q3_reasoning = "W8A8 halves the weight bytes and doubles the peak."\n'),
     ],
     "quant_q4_answer": [
         ("gib-vs-gb", "room = 80e9 - 8_030_261_248 * 2        # the \"80 GB\" read as decimal\n"

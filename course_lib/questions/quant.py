@@ -1,0 +1,268 @@
+"""Lesson 4, "Quantization: not a free lunch": its graded questions (``quant_q1`` ... ``quant_q6``).
+
+Each solver computes the truth with course_lib when it is called (at grading time too), the
+answer each classic mistake leads to, and the arithmetic its verify cell prints. Every number
+comes from ``serve`` and friends at call time, so a change in how course_lib counts a format's
+bytes moves the truths, the mistakes and the printed arithmetic together.
+"""
+from __future__ import annotations
+
+from ..answer_forms import Ratio, Reason, Regime, WholeNumber
+from .core import Solution, Truth, question
+
+CHIP, MODEL = "A100", "Llama3_8B"
+#: the long request of Parts 1 and 2 (Q1-Q3) and the short chat requests of Part 4 (Q5, Q6)
+LONG, SHORT = {"prompt_tokens": 4096, "output_tokens": 256}, {"prompt_tokens": 128, "output_tokens": 128}
+
+
+def _setting():
+    from .. import Hardware, Models
+
+    return Models.get(MODEL), Hardware.get(CHIP)
+
+
+def _serve(request, batch=1, **formats):
+    from .. import serve
+
+    llama, a100 = _setting()
+    return serve(llama, a100, batch_size=batch, **request, **{"precision": "fp16", **formats})
+
+
+def _mean_step_note(runs: dict, request: dict, batch: int) -> None:
+    """Say why a TPOT exceeds max(mean t_compute, mean t_memory) where it does: TPOT is the mean
+    over the steps of each step's max, and a step's regime can change as the context grows."""
+    P, T = request["prompt_tokens"], request["output_tokens"]
+    for name, (kw, dd) in runs.items():
+        if dd.latency_si <= max(dd.t_compute_si, dd.t_memory_si) * (1 + 1e-9):
+            continue
+        first = _serve({"prompt_tokens": P, "output_tokens": 2}, batch, **kw).decode         # context P + 1
+        last = _serve({"prompt_tokens": P + T - 2, "output_tokens": 2}, batch, **kw).decode  # context P + T - 1
+        print(f"\n{name}: TPOT {dd.latency_si * 1e3:.2f} ms > max({dd.t_compute_si * 1e3:.2f}, "
+              f"{dd.t_memory_si * 1e3:.2f}) ms. TPOT averages each step's max(t_compute, t_memory); the two "
+              "columns average each term on its own. As the KV cache grows the steps change regime:")
+        for label, step, ctx in (("first", first, P + 1), ("last", last, P + T - 1)):
+            print(f"    {label} step (context {ctx}): t_compute {step.t_compute_si * 1e3:.2f} ms, "
+                  f"t_memory {step.t_memory_si * 1e3:.2f} ms -> {step.bottleneck}")
+
+
+# ---- Q1 -----------------------------------------------------------------------------------------
+@question("quant_q1", rule="prediction", specs={"q1_prediction": Regime(), "q1_reasoning": Reason()})
+def q1():
+    llama, a100 = _setting()
+    s4 = _serve(LONG, weight_precision="int4")
+    d = s4.decode
+
+    def work():
+        print(f"int4 weights, mean decode step: intensity = {d.flops_si:.4g} FLOP / {d.bytes_si:.4g} B = "
+              f"{d.flops_si / d.bytes_si:.2f} FLOP/byte vs the fp16 ridge {a100.ridge_point('fp16').m:.0f} FLOP/byte")
+        print(f"t_compute = {d.flops_si:.4g} / {a100.peak_flops_si('fp16'):.4g} = {d.t_compute_si * 1e3:.3f} ms")
+        print(f"t_memory  = {d.bytes_si:.4g} / {a100.memory_bandwidth_si:.4g} = {d.t_memory_si * 1e3:.3f} ms")
+
+    return Solution(
+        {"q1_prediction": Truth(d.bottleneck,
+                                explanation="Smaller weights raise the intensity by the factor the bytes shrink, "
+                                            "starting from about 1 FLOP/byte at fp16: compare where that lands "
+                                            "with the ridge.")},
+        hint="Quantization shrinks bytes, not FLOPs: divide the step's FLOPs by all the bytes it moves "
+             "(weights at half a byte, KV cache and activations at 2) and compare with the fp16 ridge.",
+        work=work)
+
+
+# ---- Q2 -----------------------------------------------------------------------------------------
+@question("quant_q2", rule="by-hand",
+          specs={"q2_int8_speedup": Ratio(rel_tol=0.02), "q2_int4_speedup": Ratio(rel_tol=0.02)})
+def q2():
+    from .. import bytes_per_element, solve
+
+    llama, a100 = _setting()
+    runs = {wp: _serve(LONG, weight_precision=wp) for wp in ("fp16", "int8", "int4")}
+
+    def speedup(wp):
+        return runs["fp16"].decode.latency_si / runs[wp].decode.latency_si
+
+    def work():
+        for wp, s in runs.items():
+            d = s.decode
+            gain = "" if wp == "fp16" else f"  (speedup {speedup(wp):.3f}x)"
+            print(f"{wp:>5} weights: TPOT = {d.bytes_si:.4g} B / {a100.memory_bandwidth_si:.4g} B/s = "
+                  f"{d.latency_si * 1e3:.3f} ms{gain}")
+        print(f"ratio of bytes per weight: int8 {bytes_per_element('fp16') / bytes_per_element('int8'):g}x, "
+              f"int4 {bytes_per_element('fp16') / bytes_per_element('int4'):g}x")
+        context = LONG["prompt_tokens"] + LONG["output_tokens"] // 2          # the mean step's context
+        print(f"\nWhat each kind of layer moves in the mean decode step (context {context}), GB:")
+        print(f"{'layer kind':12s}" + "".join(f"{wp + ' weights':>15s}" for wp in runs))
+        tables = {wp: solve(llama, a100, context_tokens=context, weight_precision=wp).layers for wp in runs}
+        for kind in ("matmul", "attention", "norm", "elementwise", "embedding"):
+            gb = [sum(r["bytes"] * r["count"] for r in tables[wp] if r["kind"] == kind) / 1e9 for wp in runs]
+            print(f"{kind:12s}" + "".join(f"{g:15.4f}" for g in gb))
+        print("The attention row (KV cache) and the activation traffic do not shrink with the weights.")
+
+    explain = ("Only the weight bytes shrink; the KV cache and the activations keep their 2 bytes per "
+               "element and are still moved every step, so the speedup is the ratio of all the step's bytes.")
+    return Solution(
+        {f"q2_{wp}_speedup": Truth(speedup(wp),
+                                   mistakes={"weights-only": bytes_per_element("fp16") / bytes_per_element(wp)},
+                                   explanation=explain)
+         for wp in ("int8", "int4")},
+        hint="The step's time is all the bytes it moves / bandwidth. Shrink the weights' share of those bytes "
+             "and keep the rest as it is.",
+        work=work)
+
+
+# ---- Q3 -----------------------------------------------------------------------------------------
+Q3_CASES = {"fp16": {}, "int8 weights only": {"weight_precision": "int8"}, "W8A8": {"precision": "int8"}}
+
+
+# q3_w8a8_speedup within 2%: decode's W8A8 speedup (other-phase) sits a few percent above the truth
+@question("quant_q3", rule="prediction",
+          specs={"q3_weight_only_speedup": Ratio(rel_tol=0.05), "q3_w8a8_speedup": Ratio(rel_tol=0.02),
+                 "q3_reasoning": Reason()})
+def q3():
+    llama, a100 = _setting()
+    runs = {name: _serve(LONG, **kw) for name, kw in Q3_CASES.items()}
+    base, w8, w8a8 = runs["fp16"], runs["int8 weights only"], runs["W8A8"]
+    all_int8 = _serve(LONG, precision="int8", attention_precision="int8")
+
+    def work():
+        for name, s in runs.items():
+            pre = s.prefill
+            print(f"{name:18s}: t_compute {pre.t_compute_si * 1e3:.1f} ms (matmuls at the {s.precisions.compute} "
+                  f"peak, attention at the {s.precisions.attention} peak), t_memory = {pre.bytes_si:.4g} / "
+                  f"{a100.memory_bandwidth_si:.4g} = {pre.t_memory_si * 1e3:.1f} ms -> TTFT "
+                  f"{pre.latency_si * 1e3:.1f} ms ({pre.bottleneck})")
+        for name in ("int8 weights only", "W8A8"):
+            print(f"TTFT(fp16) / TTFT({name}) = {base.prefill.latency_si * 1e3:.1f} / "
+                  f"{runs[name].prefill.latency_si * 1e3:.1f} = {base.ttft.m / runs[name].ttft.m:.3f}")
+
+    return Solution(
+        {"q3_weight_only_speedup": Truth(base.ttft.m / w8.ttft.m,
+                                         mistakes={"other-phase": base.tpot.m / w8.tpot.m},   # decode's speedup
+                                         explanation="Fewer weight bytes shorten t_memory; compare it with t_compute "
+                                                     "in the table to see whether that was the limit."),
+         "q3_w8a8_speedup": Truth(base.ttft.m / w8a8.ttft.m,
+                                  mistakes={"w8a8-attention": base.ttft.m / all_int8.ttft.m,
+                                            "other-phase": base.tpot.m / w8a8.tpot.m},
+                                  explanation="W8A8 runs the weight matmuls at the int8 peak and attention's "
+                                              "matmuls at the fp16 peak: the prefill's time follows that mix.")},
+        hint="Decide prefill's regime first: which roof do fewer weight bytes lower, and which does int8 math "
+             "raise, and for which of its FLOPs?",
+        work=work)
+
+
+# ---- Q4 -----------------------------------------------------------------------------------------
+@question("quant_q4", rule="by-hand", specs={"q4_max_batch": WholeNumber(rel_tol=0.01)},
+          givens={"context": 8192})
+def q4(context):
+    from .. import Hardware, max_batch_size
+    from ..sensitivity import perturb
+
+    llama, a100 = _setting()
+
+    def fits(**kw):
+        return max_batch_size(llama, a100, context_tokens=context, precision="fp16", **kw)
+
+    with perturb(capacity="decimal"):                  # "80 GB" read as 80e9 bytes
+        decimal = max_batch_size(llama, Hardware.get(CHIP), context_tokens=context, precision="fp16",
+                                 kv_precision="int8")
+    cap = a100.memory_capacity_si
+
+    def work():
+        for wp, kvp in (("fp16", "fp16"), ("fp16", "int8"), ("int8", "int8")):
+            room = cap - llama.weight_bytes(wp)
+            per_seq = context * llama.kv_bytes_per_token(kvp)
+            n = max_batch_size(llama, a100, context_tokens=context, weight_precision=wp, kv_precision=kvp)
+            print(f"weights {wp}, KV {kvp}: ({cap:.4g} - {llama.weight_bytes(wp):.4g}) / ({context} x "
+                  f"{llama.kv_bytes_per_token(kvp)}) = {room / per_seq:.2f} -> {n} sequences")
+        n_fp8 = max_batch_size(llama, Hardware.get("H100"), context_tokens=context, kv_precision="fp8")
+        print(f"H100, fp16 weights, fp8 KV cache: {n_fp8} sequences")
+
+    return Solution(
+        {"q4_max_batch": Truth(fits(kv_precision="int8"),
+                               mistakes={"gib-vs-gb": decimal,
+                                         "weights-not-subtracted": cap // (context * llama.kv_bytes_per_token("int8")),
+                                         "bytes-per-element": fits(kv_precision="fp16")},
+                               explanation="Subtract the weights from the capacity in bytes (binary), then divide "
+                                           "by the bytes ONE sequence's cache needs (int8 = 1 byte per element), "
+                                           "and round down.")},
+        hint="Capacity in bytes minus the fp16 weights, divided by one sequence's int8 KV cache, rounded down.",
+        work=work)
+
+
+# ---- Q5 -----------------------------------------------------------------------------------------
+@question("quant_q5", rule="prediction", specs={"q5_prediction": Regime(), "q5_reasoning": Reason()},
+          givens={"batch": 192})
+def q5(batch):
+    from .. import bytes_per_element, crossover_batch
+
+    llama, a100 = _setting()
+    fp16 = _serve(SHORT, batch).decode
+    int8 = _serve(SHORT, batch, weight_precision="int8").decode
+    one_sequence = _serve(SHORT, 1, weight_precision="int8").decode       # as if no sequence shared a weight read
+    context = SHORT["prompt_tokens"] + SHORT["output_tokens"] // 2        # the mean step's context
+
+    def work():
+        print(f"int8 weights, batch {batch}: t_compute = {int8.t_compute_si * 1e3:.2f} ms, t_memory = "
+              f"{int8.t_memory_si * 1e3:.2f} ms -> {int8.bottleneck}; TPOT {int8.latency_si * 1e3:.2f} ms vs "
+              f"{fp16.latency_si * 1e3:.2f} ms at fp16 ({fp16.latency_si / int8.latency_si:.2f}x, not "
+              f"{bytes_per_element('fp16') / bytes_per_element('int8'):g}x)")
+        for wp in ("fp16", "int8", "int4"):
+            print(f"crossover batch B* with {wp} weights (context {context}): "
+                  f"{crossover_batch(llama, a100, weight_precision=wp, context_tokens=context):.0f}")
+
+    return Solution(
+        {"q5_prediction": Truth(int8.bottleneck, mistakes={"weights-per-sample": one_sequence.bottleneck},
+                                explanation="The weights are read once for the whole batch: halving them shortens "
+                                            "t_memory, while t_compute (math at the fp16 peak) does not move. "
+                                            "Compare the two after the change.")},
+        hint=f"The weights are read once for all {batch} sequences: compare t_memory with int8 weights and the "
+             "unchanged t_compute.",
+        work=work)
+
+
+# ---- Q6 -----------------------------------------------------------------------------------------
+Q6_CASES = {"fp16": {}, "int4 weights": {"weight_precision": "int4"}, "W8A8": {"precision": "int8"}}
+
+
+@question("quant_q6", rule="prediction", specs={"q6_prediction": Ratio(rel_tol=0.05), "q6_reasoning": Reason()},
+          givens={"batch": 512})
+def q6(batch):
+    from .. import bytes_per_element
+
+    runs = {name: (kw, _serve(SHORT, batch, **kw).decode) for name, kw in Q6_CASES.items()}
+    fp16, int4 = runs["fp16"][1], runs["int4 weights"][1]
+    truth = fp16.latency_si / int4.latency_si
+
+    def work():
+        print(f"batch {batch}, means over the decode steps:")
+        for name, (_, dd) in runs.items():
+            print(f"{name:13s}: t_compute {dd.t_compute_si * 1e3:6.2f} ms, t_memory {dd.t_memory_si * 1e3:6.2f} ms"
+                  f" -> TPOT {dd.latency_si * 1e3:6.2f} ms ({dd.bottleneck})")
+        print(f"TPOT(fp16) / TPOT(int4 weights) = {fp16.latency_si * 1e3:.2f} / {int4.latency_si * 1e3:.2f} = "
+              f"{truth:.3f}")
+        _mean_step_note(runs, SHORT, batch)
+
+    return Solution(
+        {"q6_prediction": Truth(truth, mistakes={
+            # timed by the bytes, though the step is compute-bound: the bytes' ratio, or the weights' alone
+            "other-roof": [fp16.t_memory_si / int4.t_memory_si, bytes_per_element("fp16") / bytes_per_element("int4")]},
+            explanation="Above the crossover batch the step is compute-bound: fewer bytes cannot shorten it. "
+                        "Only faster math (W8A8, fp8 on an H100) moves the compute roof.")},
+        hint=f"Decide the regime at batch {batch} with fp16 weights first (the crossover batches above).",
+        work=work)
+
+
+TAKEAWAYS = """\
+* Decode at small batch is memory-bound, so weight-only quantization speeds it up by the ratio of
+  **bytes moved per step**: a bit less than the bytes-per-element ratio, because the KV cache and
+  activations stay fp16 (more so at long context).
+* Prefill is compute-bound: weight-only quantization leaves TTFT unchanged; only narrower math
+  (W8A8, fp8 where the chip has it) shortens it, and only for the matmuls it covers: attention
+  stays fp16 in the usual W8A8 recipe.
+* KV-cache quantization buys **capacity**: about twice the sequences at a long context.
+* Smaller weights halve the crossover batch; above it, decode is compute-bound and quantized
+  weights save memory but not time.
+* TPOT is the mean step time over a growing context: where the steps change regime along the
+  request, it sits above both the mean compute time and the mean memory time.
+* Real quantized kernels stay well under the roofline: dequantization work, scales and zero
+  points, and kernels that do not reach peak bandwidth.
+"""

@@ -1,0 +1,327 @@
+"""Lesson 2, "The memory wall": its graded questions (``wall_q1`` ... ``wall_q7``).
+
+Each solver computes the truth with course_lib when it is called (at grading time too), the
+answer each classic mistake leads to, and the arithmetic its verify cell prints. A verify cell
+prints nothing that a later question asks for: each later question's data come with its own
+verify.
+"""
+from __future__ import annotations
+
+from ..answer_forms import Choice, Number, Ratio, Reason
+from .core import Solution, Truth, question
+
+MODEL, OLD, NEW = "Llama3_8B", "A100", "H100"
+
+
+def _chips():
+    from .. import Hardware
+
+    return Hardware.get(OLD), Hardware.get(NEW)
+
+
+def _model():
+    from .. import Models
+
+    return Models.get(MODEL)
+
+
+# ---- Q1 -----------------------------------------------------------------------------------------
+@question("wall_q1", rule="prediction",
+          specs={"q1_speedup": Ratio(rel_tol=0.03), "q1_reasoning": Reason()})
+def q1():
+    from .. import solve, speedup
+
+    m, (a100, h100) = _model(), _chips()
+    truth = speedup(m, a100, h100, batch_size=1)
+    flop_ratio = h100.peak_flops_si("fp16") / a100.peak_flops_si("fp16")
+    bw_ratio = h100.memory_bandwidth_si / a100.memory_bandwidth_si
+
+    def work():
+        # no bytes, times or ridge points here: Q2 and Q3 ask for them
+        steps = {hw.key: solve(m, hw, batch_size=1, precision="fp16") for hw in (a100, h100)}
+        for hw in (a100, h100):
+            p = steps[hw.key]
+            print(f"{hw.key}: one decode step at batch 1, intensity {p.arithmetic_intensity.m:.3f} FLOP/byte "
+                  f"-> {p.bottleneck}")
+        print(f"\nFLOP ratio      {h100.peak_flops('fp16').m:.4g} / {a100.peak_flops('fp16').m:.4g} TFLOP/s "
+              f"= {flop_ratio:.3f}")
+        print(f"bandwidth ratio {h100.memory_bandwidth:.4g~P} / {a100.memory_bandwidth:.4g~P} = {bw_ratio:.3f}")
+        print(f"speedup         latency on {a100.key} / latency on {h100.key} = {truth:.3f}")
+
+    return Solution(
+        {"q1_speedup": Truth(truth, mistakes={"peak-ratio": flop_ratio, "inverted-ratio": 1 / truth},
+                             explanation="Batch-1 decode is memory-bound on both chips (the intensity printed "
+                                         "above is far below either chip's ridge, which Q3 computes), so the "
+                                         "H100's extra FLOP/s sit idle and the time follows the bandwidth.")},
+        hint="Decide the regime of a batch-1 decode step first; the roofline term that sets its time says "
+             "which datasheet column to compare.",
+        work=work)
+
+
+# ---- Q2 -----------------------------------------------------------------------------------------
+@question("wall_q2", rule="by-hand",
+          specs={"q2_bytes_gb": Number("GB", rel_tol=0.02), "q2_ms": Number("ms", rel_tol=0.02)})
+def q2():
+    from .. import Q_, solve
+
+    m, (a100, _) = _model(), _chips()
+    c = m.config
+    p = solve(m, a100, batch_size=1, precision="fp16")
+    every_weight = m.weight_bytes("fp16")                     # parameters x 2 B, embedding table included
+    embedding = c.vocab * c.d_model * 2                         # gathered, not streamed
+    bw = a100.memory_bandwidth_si
+
+    def work():
+        print(f"parameters x 2 B             = {every_weight / 1e9:.3f} GB -> {every_weight / bw * 1e3:.3f} ms per token")
+        print(f"minus the embedding table    = {(every_weight - embedding) / 1e9:.3f} GB -> "
+              f"{(every_weight - embedding) / bw * 1e3:.3f} ms per token")
+        print(f"course_lib, one decode step  = {p.bytes_si / 1e9:.3f} GB (weights + activations + KV) "
+              f"/ {bw:.4g} B/s = {p.t_memory_si * 1e3:.3f} ms per token")
+        print(f"the embedding table is {embedding / every_weight:.1%} of the weight bytes")
+
+    return Solution(
+        {"q2_bytes_gb": Truth(p.bytes, mistakes={"embedding-streamed": Q_(every_weight, "B"),
+                                                 "gib-vs-gb": p.bytes.m_as("GiB"),   # a GiB figure written as GB
+                                                 "bytes-per-element": p.bytes / 2},
+                              explanation="A step reads one row of the embedding table per sequence; only the "
+                                          "LM head (a separate matrix) is read in full. Count 2 bytes per "
+                                          "weight and 10^9 bytes per GB."),
+         "q2_ms": Truth(p.latency, mistakes={"embedding-streamed": Q_(every_weight / bw, "s"),
+                                             "unit-prefix": [p.latency * 1e3, p.latency / 1e3]},
+                        explanation="Time per token = bytes per step / bandwidth (in bytes/s), in milliseconds.")},
+        hint="Streamed bytes = (all parameters - the embedding table) x 2 bytes, in units of 10^9 bytes; a step "
+             "whose time is set by memory takes its bytes divided by the bandwidth, in milliseconds.",
+        work=work)
+
+
+# ---- Q3 -----------------------------------------------------------------------------------------
+def _estimate(m, hw):
+    """The crossover estimate of Q3: the batch whose intensity, b x I(1), reaches the ridge."""
+    from .. import solve
+
+    return hw.ridge_point_si("fp16") / solve(m, hw, batch_size=1, precision="fp16").arithmetic_intensity.m
+
+
+@question("wall_q3", rule="by-hand",
+          specs={"q3_crossover_a100": Number(rel_tol=0.03), "q3_crossover_h100": Number(rel_tol=0.03)})
+def q3():
+    from .. import solve
+
+    m, chips = _model(), _chips()
+    estimates = {hw.key: _estimate(m, hw) for hw in chips}
+
+    def work():
+        # the estimate only: the exact crossover is Q4's
+        for hw in chips:
+            p = solve(m, hw, batch_size=1, precision="fp16")
+            print(f"{hw.key}: ridge = {hw.peak_flops_si('fp16'):.4g} / {hw.memory_bandwidth_si:.4g} = "
+                  f"{hw.ridge_point_si('fp16'):.1f} FLOP/byte; one sequence: I(1) = {p.flops_si:.4g} FLOP / "
+                  f"{p.bytes_si:.4g} B = {p.arithmetic_intensity.m:.3f} FLOP/byte")
+            print(f"      estimate b* = ridge / I(1) = {hw.ridge_point_si('fp16'):.1f} / "
+                  f"{p.arithmetic_intensity.m:.3f} = {estimates[hw.key]:.1f} sequences")
+
+    explain = "With I ~ b FLOP/byte, the batch whose intensity reaches the ridge: dense peak / bandwidth."
+    return Solution(
+        {f"q3_crossover_{hw.key.lower()}": Truth(estimates[hw.key],
+                                                 mistakes={"mac-as-1-flop": [estimates[hw.key] / 2, estimates[hw.key] * 2],
+                                                           "sparse-peak": estimates[hw.key] * 2},
+                                                 explanation=explain)
+         for hw in chips},
+        hint="With I ~ b FLOP/byte, the estimate is the batch whose intensity equals the ridge point "
+             "(dense peak / bandwidth).",
+        work=work)
+
+
+# ---- Q4 -----------------------------------------------------------------------------------------
+def _shared_and_own(m, hw):
+    """(W, S, F): bytes the batch shares (weights), bytes each sequence adds, FLOPs per sequence."""
+    from .. import solve
+
+    one, two = solve(m, hw, batch_size=1), solve(m, hw, batch_size=2)
+    S = two.bytes_si - one.bytes_si
+    return one.bytes_si - S, S, one.flops_si
+
+
+@question("wall_q4", rule="prediction",
+          specs={"q4_prediction": Choice("above", "below"), "q4_reasoning": Reason()})
+def q4():
+    from .. import crossover_batch, solve
+
+    m, chips = _model(), _chips()
+    truths, traffic_as_flops = set(), set()
+    for hw in chips:
+        W, S, F = _shared_and_own(m, hw)
+        ridge, estimate = hw.ridge_point_si("fp16"), _estimate(m, hw)
+        truths.add("above" if crossover_batch(m, hw, precision="fp16") > estimate else "below")
+        # per-sequence traffic taken as extra work rather than extra bytes: b* = ridge W / (F + ridge S)
+        traffic_as_flops.add("above" if ridge * W / (F + ridge * S) > estimate else "below")
+    if len(truths) != 1 or len(traffic_as_flops) != 1:
+        raise ValueError("wall_q4 asks one answer for both chips, but they disagree: re-ask it")
+
+    def work():
+        for hw in chips:
+            W, S, F = _shared_and_own(m, hw)
+            ridge, estimate = hw.ridge_point_si("fp16"), _estimate(m, hw)
+            exact = crossover_batch(m, hw, precision="fp16")
+            print(f"{hw.name}: ridge {ridge:.1f} FLOP/byte, estimate (Q3) b* = ridge / I(1) = {estimate:.1f}")
+            print(f"  bytes shared by the batch W = {W / 1e9:.4g} GB (weights), each sequence adds "
+                  f"S = {S / 1e6:.2f} MB (activations + KV), F = {F / 1e9:.4g} GFLOP per sequence")
+            print(f"  exact b* = ridge x W / (F - ridge x S) = {ridge * W / (F - ridge * S):.1f}; "
+                  f"crossover_batch() = {exact:.1f} ({exact / estimate - 1:+.1%} vs the estimate)")
+            print(f"  regimes at batch {int(exact)} and {int(exact) + 1}: "
+                  f"{solve(m, hw, batch_size=int(exact)).bottleneck}, {solve(m, hw, batch_size=int(exact) + 1).bottleneck}")
+
+    return Solution(
+        {"q4_prediction": Truth(truths.pop(), mistakes={"flops-not-bytes": traffic_as_flops.pop()},
+                                explanation="The per-sequence bytes S make the bytes grow with the batch too, so "
+                                            "the intensity b F / (W + b S) lags behind b F / W.")},
+        hint="Write the intensity with the per-sequence bytes S included, b F / (W + b S), and compare it "
+             "with b F / W.",
+        work=work)
+
+
+# ---- Q5 -----------------------------------------------------------------------------------------
+GENERATIONS = ("V100", "A100", "H100", "H200", "B200")
+
+
+@question("wall_q5", rule="prediction",
+          specs={"q5_prediction": Choice("higher", "lower"), "q5_reasoning": Reason()})
+def q5():
+    from .. import Hardware, crossover_batch
+
+    m = _model()
+    ridge = {key: Hardware.get(key).ridge_point_si("fp16") for key in ("A100", "H100", "H200")}
+
+    def direction(new, old):
+        return "higher" if new > old else "lower"
+
+    def growth(a, b):
+        return (b.peak_flops_si("fp16") / a.peak_flops_si("fp16"), b.memory_bandwidth_si / a.memory_bandwidth_si,
+                b.ridge_point_si("fp16") / a.ridge_point_si("fp16"))
+
+    def work():
+        # ridge and crossover only: batch-1 tokens/s per chip are Q7's data
+        chips = [Hardware.get(k) for k in GENERATIONS]
+        print(f"{'chip':6s} {'year':>4s} {'fp16 TFLOP/s':>12s} {'TB/s':>6s} {'ridge':>6s} {'crossover b*':>12s}")
+        for hw in chips:
+            print(f"{hw.key:6s} {hw.year:4d} {hw.peak_flops('fp16').m:12.1f} {hw.memory_bandwidth.m:6.3f} "
+                  f"{hw.ridge_point('fp16').m:6.1f} {crossover_batch(m, hw):12.1f}")
+        print()
+        for a, b in zip(chips, chips[1:]):
+            f, w, r = growth(a, b)
+            print(f"{a.key:4s} -> {b.key:4s}: compute x{f:5.2f}, bandwidth x{w:5.2f}, ridge x{r:5.2f} "
+                  f"({'rises' if r > 1 else 'falls'})")
+        f, w, r = growth(chips[0], chips[-1])
+        print(f"{chips[0].key} -> {chips[-1].key} overall: compute x{f:.1f}, bandwidth x{w:.1f}, ridge x{r:.2f}")
+
+    return Solution(
+        {"q5_prediction": Truth(direction(ridge["H200"], ridge["H100"]),
+                                mistakes={"ridge-always-rises": direction(ridge["H100"], ridge["A100"]),  # last generation's trend
+                                          "inverted-ratio": direction(1 / ridge["H200"], 1 / ridge["H100"])},
+                                explanation="The ridge is peak / bandwidth: see which of the two the H200 changed "
+                                            "(the table's growth lines).")},
+        hint="The ridge is peak / bandwidth: see which of the two the H200 changed.",
+        work=work)
+
+
+# ---- Q6 -----------------------------------------------------------------------------------------
+def gpt_fast_row():
+    """The gpt-fast measurement of lesson 2: Llama-2-7B, bf16, batch 1 on one A100."""
+    from ..measurements import find
+
+    return find(kind="llm_decode", model="Llama2_7B", hardware="A100", precision="bf16", tp=1)[0]
+
+
+#: the empirical peak bandwidth the gpt-fast README quotes for its A100 (bytes/s)
+GPT_FAST_EMPIRICAL_BANDWIDTH = 1700e9
+
+
+@question("wall_q6", rule="by-hand", specs={"q6_fraction": Ratio(rel_tol=0.03, low=0, high=1)})
+def q6():
+    from ..hardware_specs import SPECS
+    from ..measurements import decode_bound
+
+    row = gpt_fast_row()
+    bound = decode_bound(row)                          # the one gpt-fast bound of the course
+    step_bytes = bound.decode.bytes_si                 # the mean decode step of that request
+    datasheet = SPECS[row.hardware]["memory_bandwidth"]   # the datasheet's figure, as the question asks
+    achieved = row.value * step_bytes
+    truth = achieved / datasheet
+    roof = 1 / bound.decode.latency_si
+
+    def work():
+        print(f"roofline {roof:.1f} tokens/s > measured {row.value} tokens/s: the bound holds "
+              f"(measured = {row.value / roof:.0%} of the roofline)")
+        print(f"achieved bandwidth = {row.value} tokens/s x {step_bytes / 1e9:.3f} GB = {achieved / 1e9:.0f} GB/s; "
+              f"/ {datasheet / 1e9:.0f} GB/s = {truth:.1%} of the datasheet")
+        print(f"against the ~{GPT_FAST_EMPIRICAL_BANDWIDTH / 1e9:.0f} GB/s the gpt-fast README calls the card's "
+              f"empirical peak: {achieved / GPT_FAST_EMPIRICAL_BANDWIDTH:.0%}")
+        print(f"the measurement's whole setting: {row.setting}")
+
+    return Solution(
+        {"q6_fraction": Truth(truth, mistakes={
+            "sustained-bandwidth": achieved / GPT_FAST_EMPIRICAL_BANDWIDTH,      # the README's empirical peak
+            "gib-vs-gb": [truth / 2**30 * 1e9, truth * 2**30 / 1e9]},
+            explanation="Achieved bandwidth is tokens/s x bytes per step; divide by the datasheet bandwidth "
+                        "in bytes/s, keeping GB decimal.")},
+        hint="Achieved bandwidth = measured tokens/s x bytes per decode step; divide by the datasheet bandwidth "
+             "in bytes/s.",
+        work=work)
+
+
+# ---- Q7 -----------------------------------------------------------------------------------------
+WORKLOADS = {"q7_chatbot": 1, "q7_offline": 512}
+
+
+@question("wall_q7", rule="prediction",
+          specs={"q7_chatbot": Choice(OLD, NEW), "q7_offline": Choice(OLD, NEW), "q7_reasoning": Reason()})
+def q7():
+    from .. import Hardware, solve
+
+    m, chips = _model(), _chips()
+
+    def per_watt(hw, batch):
+        return solve(m, hw, batch_size=batch, precision="fp16").throughput.m / hw.tdp_si
+
+    def best(figure):
+        return max(chips, key=lambda hw: figure(hw) / hw.tdp_si).key
+
+    def work():
+        for name, batch in WORKLOADS.items():
+            for hw in chips:
+                p = solve(m, hw, batch_size=batch, precision="fp16")
+                print(f"{name[3:]:8s} batch {batch:3d} {hw.key}: {p.throughput.m:8.0f} tokens/s / {hw.tdp_si:.0f} W "
+                      f"= {per_watt(hw, batch):6.3f} tokens/s per W  ({p.bottleneck})")
+        print(f"\nper watt of TDP: bandwidth "
+              + ", ".join(f"{hw.key} {hw.memory_bandwidth_si / hw.tdp_si / 1e9:.2f} GB/s per W" for hw in chips)
+              + "; peak " + ", ".join(f"{hw.key} {hw.peak_flops_si('fp16') / hw.tdp_si / 1e9:.0f} GFLOP/s per W"
+                                      for hw in chips))
+
+    explain = ("Find the regime first, then compare bandwidth per watt (memory-bound) or FLOP/s per watt "
+               "(compute-bound).")
+    return Solution(
+        {name: Truth(max(chips, key=lambda hw: per_watt(hw, batch)).key,
+                     mistakes={"peak-ratio": best(lambda hw: hw.peak_flops_si("fp16")),
+                               "bandwidth-ratio": best(lambda hw: hw.memory_bandwidth_si)},
+                     explanation=explain)
+         for name, batch in WORKLOADS.items()},
+        hint="Find the workload's regime on both chips first; then compare the datasheet column that sets its "
+             "tokens/s, per watt of TDP.",
+        work=work)
+
+
+TAKEAWAYS = """\
+* Batch-1 decode streams every weight once per token at about 1 FLOP/byte: it is memory-bound
+  on every GPU in this lesson, and a new chip speeds it up by its **bandwidth** ratio.
+* Time per token ≈ streamed weight bytes / bandwidth; the embedding table is gathered, not
+  streamed.
+* Batching raises the intensity roughly in proportion to the batch; decode turns compute-bound
+  somewhat above the batch equal to the ridge point (by the percentages printed in Q4's
+  verification), because every sequence brings its own bytes.
+* The ridge point is a ratio. Over the long run compute has grown faster than bandwidth, but
+  a chip that adds bandwidth without compute (H200) *lowers* it.
+* A roofline is a bound; real code reaches a fraction of it, and that fraction is worth
+  measuring.
+* Per watt, the regime picks the column: bandwidth per watt for memory-bound work, FLOP/s per
+  watt for compute-bound work.
+"""
