@@ -45,7 +45,7 @@ def test_revision_restart_and_errors_tell_the_truth_in_one_line(browser, student
         set_cell(page, at["wall_q1_prediction"], WRONG_Q1)
         run_cell(page, at["wall_q1_prediction"])
         committed = run_cell(page, at["wall_q1_form"])
-        assert re.search(r"Q1: answer committed at \d\d:\d\d:\d\d UTC: q1_speedup = 3\.171\. Rule: ", committed), committed
+        assert re.search(r"Q1: answer committed at \d\d:\d\d:\d\d UTC: q1_speedup = 3\.171\. Rule( \(a prediction\))?: ", committed), committed
         assert "*" not in committed and " If " not in committed, committed
         first = run_cell(page, at["wall_q1_verify"])
         assert "Your prediction differs" in first, first
