@@ -177,11 +177,11 @@ def test_the_receipt_echoes_the_committed_value_and_states_the_rule(record, caps
     try:
         shell.display_pub.publish = lambda data, **kw: shown.append(data["text/plain"])
         q1_speedup, q1_reasoning = 3.0, "The H100 has three times the FLOP/s of the A100."
-        check_form("wall_q1", q1_speedup=Number(), q1_reasoning=Reason())
-        check_form("wall_q1", q1_speedup=Number(), q1_reasoning=Reason())
-        reveal("wall_q1")
+        check_form("demo_q1", q1_speedup=Number(), q1_reasoning=Reason())
+        check_form("demo_q1", q1_speedup=Number(), q1_reasoning=Reason())
+        reveal("demo_q1")
         q1_speedup = 1.643   # noqa: F841
-        check_form("wall_q1", q1_speedup=Number(), q1_reasoning=Reason())
+        check_form("demo_q1", q1_speedup=Number(), q1_reasoning=Reason())
     finally:
         InteractiveShell.clear_instance()
     t = events(record)[0]["t"][11:19]
