@@ -127,7 +127,8 @@ def cmd_grade(args) -> int:
         print(collect(course, args.assignment, Path(args.submissions)).format())
     try:
         s = grade(course, args.assignment, students=args.student or None, jobs=args.jobs, limits=_limits(args),
-                  force=args.force, sandbox=False if args.no_sandbox else None, progress=not args.quiet)
+                  force=args.force, sandbox=False if args.no_sandbox else None, progress=not args.quiet,
+                  no_record=args.no_record)
     except GradingRefused as e:
         print(e.message, file=sys.stderr)
         return 2
@@ -307,6 +308,10 @@ def parser() -> argparse.ArgumentParser:
     sb.add_argument("--no-sandbox", action="store_true",
                     help="run students' code without the sandbox, with your rights (as nobody when root); not advised")
     sb.add_argument("--require-sandbox", action="store_true", help="(the default: grading refuses without a sandbox)")
+    g.add_argument("--no-record", choices=("final", "zero-predictions"), default="final",
+                   help="a submission handed in without any prediction record (no .predictions.jsonl, outputs "
+                        "cleared): graded on its final answers (final, the default) or with no correctness points "
+                        "for its questions (zero-predictions); flagged either way")
     g.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     g.set_defaults(func=cmd_grade)
 

@@ -194,7 +194,8 @@ def assigned_names(source: str) -> list[str]:
 
 def used_names(source: str) -> set[str]:
     """Names a test cell reads: as variables, or by name as course_lib.checks does
-    (check_answer("q", "q2_ridge", ...), check_form("q", q2_ridge=...))."""
+    (check_answer("q", "q2_ridge", ...), check_form("q", q2_ridge=...)), or as the variables of a
+    question declared in course_lib.questions (grade("wall_q1"))."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -203,10 +204,11 @@ def used_names(source: str) -> set[str]:
     names |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.keyword) and n.arg}
     names |= {n.value for n in ast.walk(tree)
               if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier()}
-    from .verify import _declared_variables     # grade("phases_q3"): a declared question's variables
+    from .verify import _declared_variables
 
-    for n in list(names):
-        names.update(_declared_variables(n))
+    for n in ast.walk(tree):          # grade("wall_q1"): a question declared in course_lib.questions
+        if isinstance(n, ast.Constant) and isinstance(n.value, str):
+            names.update(_declared_variables(n.value))
     return names
 
 

@@ -156,18 +156,18 @@ def _failure_cause(log_text: str, error: str) -> str:
     return (lines[-1] if lines else "autograde failed (see the log)")[:300]
 
 
-def _prediction_decisions(nb, tests: list, record) -> None:
-    """Which answer each predict-then-verify question is graded on (autograder.predictions),
-    into the notebook's metadata, where verify.grading_values reads it."""
-    questions = predictions.prediction_questions(tests)
+def _prediction_decisions(nb, tests: list, record, no_record: str = "final") -> None:
+    """Which answer each graded question is graded on (autograder.predictions), into the
+    notebook's metadata, where verify.grading_values reads it."""
+    questions = predictions.question_cells(tests)
     if not questions or record is None:
         return
     meta = nb.metadata.setdefault("autograder", {})
     answers = meta.get("answers", {}) or {}
     decisions = {}
-    for q, names in questions.items():
-        entries = {n: (answers.get(f"{q}_prediction") or {}).get(n, {"missing": True}) for n in names}
-        decisions[q] = predictions.decide(record, q, names, entries).to_json()
+    for q, cells in questions.items():
+        entries = {n: (answers.get(cell) or {}).get(n, {"missing": True}) for n, cell in cells.items()}
+        decisions[q] = predictions.decide(record, q, list(cells), entries, no_record).to_json()
     meta["predictions"] = {"source": record.source, "problems": record.problems, "questions": decisions}
 
 
@@ -185,7 +185,7 @@ def _apply_clean_verdicts(root: Path, a: str, student: str, dest: Path, job: dic
         # nbgrader has just written and validated these: read and write without validating again
         notebooks[p.stem] = nbformat.v4.reads(p.read_text())
     for nb_name, nb in notebooks.items():
-        _prediction_decisions(nb, tests.get(nb_name, []), records.get(nb_name))
+        _prediction_decisions(nb, tests.get(nb_name, []), records.get(nb_name), job.get("no_record") or "final")
     jobs = verify.verification_jobs(tests, notebooks, variants.student_truth(job.get("truth"), job.get("variant_key")))
     vbase = Path(job["work"]) / "v" / str(os.getpid())     # this worker's clean process, reused
     limits, sandbox, packages = spec_args[0], spec_args[1], spec_args[2]
@@ -512,15 +512,17 @@ class Progress:
 
 
 
-def _fingerprint(course: Course, assignment: str, student: str, sandboxed: bool, packages: list) -> str:
+def _fingerprint(course: Course, assignment: str, student: str, sandboxed: bool, packages: list,
+                 no_record: str = "final") -> str:
     import hashlib
 
     h = hashlib.sha256()
     # not the limits: rerunning with another --timeout does not regrade everything (use --force);
-    # course_lib (the copy the kernel imports) is: the hidden tests' truth comes from it
+    # course_lib (the copy the kernel imports) is: the hidden tests' truth comes from it; and
+    # another --no-record policy is (the default adds nothing, so earlier fingerprints hold)
     for part in (__version__, tree_hash(course.source / assignment),
                  tree_hash(course.submitted / student / assignment), str(sandboxed),
-                 *[tree_hash(Path(p)) for p in packages]):
+                 *[tree_hash(Path(p)) for p in packages], *([f"no-record={no_record}"] if no_record != "final" else [])):
         h.update(part.encode() + b"\0")
     return h.hexdigest()
 
@@ -683,8 +685,11 @@ def _preflight_cause(res: dict, packages, sandbox: bool) -> str:
 
 def grade(course: Course, assignment: str, *, students: list[str] | None = None, jobs: int | None = None,
           limits: Limits | None = None, force: bool = False, sandbox: bool | None = None,
-          packages=("course_lib",), progress: bool = True, stream=None) -> GradeSummary:
+          packages=("course_lib",), progress: bool = True, stream=None, no_record: str = "final") -> GradeSummary:
     """Autograde the submissions of `assignment` found in course.submitted.
+
+    no_record: what a submission without any prediction record earns for its questions
+    (autograder.predictions.NO_RECORD_POLICIES): "final" (its final answers) or "zero-predictions".
 
     sandbox: None or True -- required (GradingRefused with install instructions where bubblewrap
     does not work); False -- unsandboxed, with a loud warning (--no-sandbox).
@@ -714,8 +719,10 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
     secret = variants.load_secret(course)
     keys = {s: variants.key_for(secret, s) for s in wanted}
     todo, skipped, fps = [], [], {}
+    if no_record not in predictions.NO_RECORD_POLICIES:
+        raise ValueError(f"no_record is one of {predictions.NO_RECORD_POLICIES}, not {no_record!r}")
     for s in wanted:
-        fps[s] = _fingerprint(course, assignment, s, sandbox, pkg_dirs) + variants.fingerprint(keys[s])
+        fps[s] = _fingerprint(course, assignment, s, sandbox, pkg_dirs, no_record) + variants.fingerprint(keys[s])
         if not force and _up_to_date(course, assignment, s, fps[s]):
             skipped.append(s)
         else:
@@ -767,6 +774,7 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
             futures = {pool.submit(grade_one, {**job_base, "student": s, "slot": str(i),
                                                "submitted": str(course.submitted / s / assignment),
                                                "student_record": records.get(s), "variant_key": keys[s],
+                                               "no_record": no_record,
                                                "extension": extensions.get(s)}): s for i, s in enumerate(todo)}
             try:
                 for fut in as_completed(futures):

@@ -9,26 +9,35 @@ verify cell revealed the truth. Before grading, the record is read from what was
   question's events): a single .ipynb uploaded to an LMS carries those;
 
 the two are merged and checked (hashes, chains, sequence, times running forward, the copies
-agreeing, no event after the submission time). Then, per predict-then-verify question (an
-answer cell whose grade_id ends in ``_prediction``):
+agreeing, no event after the submission time). The record is read before any kernel runs: the
+grader's kernels record too (nothing in a kernel switches recording off), on a private copy
+that is thrown away. Then, per graded question (an answer cell whose grade_id ends in
+``_prediction`` or, worked out by hand, ``_answer``: the rule is the same for both):
 
 =====================  ================================================================
 rule                   what the hidden test grades
 =====================  ================================================================
-committed              the prediction committed before the first reveal (= the final one)
-changed-after-reveal   nothing: the final answer differs from the committed prediction
-                       and the truth had been shown; the test fails with a plain message
-final                  the final answer (never revealed, or never committed)
-no-record              the final answer, and the notebook is flagged "no prediction record"
+committed              the answer committed before the first reveal (= the final one)
+changed-after-reveal   nothing: the final answer differs from the committed one and the
+                       truth had been shown; the test fails with a plain message
+final                  the final answer (never revealed)
+shown-unrecorded       nothing: the truth is on screen in the submitted notebook (its verify
+                       cell's output) but no answer was committed before it
+no-record              the final answer (``--no-record final``, the default) or nothing
+                       (``--no-record zero-predictions``): no record in the file or the
+                       notebook's outputs
 =====================  ================================================================
 
-Questions answered by hand (``_answer`` cells) always grade the final answer. A record with
-problems is graded by the rule all the same and flagged to the instructor ("record edited?").
+A verify cell whose output is saved in the notebook while the record holds no reveal of its
+question (the reveal was kept out of the record) counts as revealed at the earliest moment the
+record allows: the first committed answer is graded. That, a record with problems ("record
+edited?") and a missing record are flagged to the instructor either way.
 """
 from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -36,6 +45,11 @@ from course_lib import predictions as P
 
 MAX_RECORD_BYTES = 4 * 2**20          # a record is a few kB; a bigger file is not one
 CHANGED = "changed-after-reveal"
+SHOWN = "shown-unrecorded"
+NO_RECORD = "no-record"
+#: what a submission without any record earns for its questions (grade --no-record)
+NO_RECORD_POLICIES = ("final", "zero-predictions")
+ANSWER_SUFFIXES = ("_prediction", "_answer")    # the answer cells a graded question's rule applies to
 
 
 @dataclass
@@ -46,6 +60,7 @@ class Record:
     problems: list = field(default_factory=list)    # what looks edited or inconsistent
     source: str = "none"                            # "file and notebook", "file", "notebook", "none"
     copies: list = field(default_factory=list)      # the notebook's copies alone, merged
+    shown: list = field(default_factory=list)       # questions whose truth the notebook's outputs show
 
     @property
     def present(self) -> bool:
@@ -66,17 +81,18 @@ def read_record(folder: Path, notebook: str, questions, submitted_at: str | None
         else:
             file_events = P.load_record(path)
             problems += P.check_events(file_events)
-    chains = []
+    chains, shown = [], []
     nb_path = folder / f"{notebook}.ipynb"
     if nb_path.is_file():
         try:
             nb = json.loads(nb_path.read_text(encoding="utf-8-sig"))
             chains = [c for c in P.notebook_events(nb) if c and isinstance(c[-1], dict) and c[-1].get("q") in questions]
+            shown = truth_shown(nb, questions)
         except (OSError, ValueError):
             chains = []
     mine_file = [e for e in (file_events or []) if isinstance(e, dict) and e.get("q") in questions]
     if file_events is None and not chains:
-        return Record([], problems, "none")
+        return Record([], problems, "none", shown=shown)
     by_hash = {e.get("hash"): e for e in mine_file}
     copies = {}
     for chain in chains:
@@ -101,7 +117,37 @@ def read_record(folder: Path, notebook: str, questions, submitted_at: str | None
         late = [e for e in events if str(e.get("t", "")) > _iso(submitted_at)]
         if late:
             problems.append(f"{len(late)} event(s) dated after the submission time {submitted_at}")
-    return Record(events, sorted(set(problems), key=problems.index), source, copied)
+    return Record(events, sorted(set(problems), key=problems.index), source, copied, shown)
+
+
+def truth_shown(nb: dict, questions) -> list[str]:
+    """The questions (of `questions`) whose truth a saved notebook shows: a verify cell with
+    output other than an error or a receipt. A verify cell is one whose grade_id ends in
+    ``_verify`` (the question it names) or whose source reveals questions by id
+    (``reveal("hello_q4", "hello_q5")``, ``show("hello_q4")``): metadata a student stripped
+    does not hide it."""
+    questions = set(questions)
+    out = []
+    for cell in nb.get("cells", []) if isinstance(nb, dict) else []:
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        outputs = [o for o in cell.get("outputs") or [] if isinstance(o, dict)]
+        if any(o.get("output_type") == "error" and o.get("ename") == "NotCommitted" for o in outputs):
+            continue        # reveal refused: whatever the cell printed before it is no truth
+        if not any(o.get("output_type") != "error" and P.MIME not in (o.get("data") or {}) for o in outputs):
+            continue
+        gid = str(((cell.get("metadata") or {}).get("nbgrader") or {}).get("grade_id") or "")
+        source = cell.get("source") or ""
+        source = "".join(source) if isinstance(source, list) else str(source)
+        named = {gid[: -len("_verify")]} if gid.endswith("_verify") else set()
+        for args in _REVEALS.findall(source):
+            named |= set(_QUOTED.findall(args))
+        out += sorted(q for q in named & questions if q not in out)
+    return out
+
+
+_REVEALS = re.compile(r"\b(?:reveal|show)\s*\(([^)]*)\)")
+_QUOTED = re.compile(r"""["']([A-Za-z]\w*)["']""")
 
 
 def _iso(timestamp: str) -> str:
@@ -133,10 +179,12 @@ def _check_chain(chain: list) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 @dataclass
 class Decision:
-    rule: str                       # committed | changed-after-reveal | final | no-record
+    rule: str                       # committed | changed-after-reveal | final | shown-unrecorded | no-record
     committed: dict | None = None   # {name: encoded value} committed before the reveal
     final: dict | None = None       # {name: encoded value} the submitted notebook ends with
     message: str = ""
+    withheld: bool = False          # the hidden test grades nothing (fails with `message`)
+    flag: str = ""                  # what the instructor is told about this question
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -146,59 +194,103 @@ def _label(question: str) -> str:
     return question.split("_", 1)[-1].upper()
 
 
-def decide(record: Record, question: str, names: list, final_entries: dict) -> Decision:
-    """The rule for one prediction question, given the final answers' record entries
-    ({name: {"value": ...} | {"error": ...} | {"missing": True}}). Where the record file and the
+def decide(record: Record, question: str, names: list, final_entries: dict, no_record: str = "final") -> Decision:
+    """The rule for one graded question, given the final answers' record entries
+    ({name: {"value": ...} | {"error": ...} | {"missing": True}}) and the policy for a
+    submission without any record (NO_RECORD_POLICIES). Where the record file and the
     notebook's copies disagree (one was edited), the stricter reading wins."""
+    if no_record not in NO_RECORD_POLICIES:
+        raise ValueError(f"--no-record is one of {', '.join(NO_RECORD_POLICIES)}, not {no_record!r}")
     final = {n: e["value"] for n, e in final_entries.items() if isinstance(e, dict) and "value" in e}
+    shown = question in record.shown
     if not record.present:
-        return Decision("no-record", None, final)
-    d = _decide(record.events, question, names, final)
-    if record.copies and record.copies != record.events and d.rule != CHANGED:
-        from_copies = _decide(record.copies, question, names, final)
-        if from_copies.rule == CHANGED:
+        if shown:
+            return _shown_uncommitted(question, final)
+        if no_record == "zero-predictions":
+            return Decision(NO_RECORD, None, final, withheld=True, flag="no prediction record: no correctness points "
+                            "(--no-record zero-predictions)",
+                            message=f"No prediction record was handed in for {_label(question)} (neither "
+                            f"{P.RECORD_FILE} nor the notebook's saved outputs), so {_label(question)} earns no "
+                            "correctness points (its form and reflection points are not affected). Hand in the "
+                            "notebook with its outputs and the record file beside it.")
+        return Decision(NO_RECORD, None, final, flag="no prediction record: graded on the final answer")
+    d = _decide(record.events, question, names, final, shown)
+    if record.copies and record.copies != record.events and not d.withheld:
+        from_copies = _decide(record.copies, question, names, final, shown)
+        if from_copies.withheld:
             return from_copies
     return d
 
 
-def _decide(events: list, question: str, names: list, final: dict) -> Decision:
-    h = P.history(events, question)
-    if not h["revealed"] or h["committed"] is None:
-        return Decision("final", h["committed"], final)
-    committed = {n: v for n, v in h["committed"].items() if n in names}
-    if set(committed) == set(names) and len(final) == len(names) and P.same_value(committed, final):
-        return Decision("committed", committed, final)
-    from .report import show
+def _shown(values) -> str:
+    return P.show_values(values)
 
-    def shown(values):
-        from course_lib.answers import decode
 
-        try:
-            return ", ".join(f"{n} = {show(decode(v))}" for n, v in values.items()) or "nothing"
-        except Exception:
-            return "an unreadable value"
-
+def _shown_uncommitted(question: str, final: dict) -> Decision:
     label = _label(question)
-    return Decision(CHANGED, committed, final,
-                    f"{label} was changed after its truth was revealed: you committed {shown(committed)} "
-                    f"before the reveal, and the notebook ends with {shown(final)}. A prediction counts as "
-                    f"committed before the truth is shown, so {label} earns no correctness points (its form "
-                    "and reflection points are not affected).")
+    return Decision(SHOWN, None, final, withheld=True,
+                    flag="the truth is in the notebook's outputs, and no answer was committed before it",
+                    message=f"{label}'s truth is shown in the notebook (its verify cell's output), but no answer to "
+                    f"{label} was committed before it, so {label} earns no correctness points (its form and "
+                    "reflection points are not affected).")
 
 
-def prediction_questions(tests) -> dict[str, list]:
-    """{question: [answer names]} of the predict-then-verify questions among a notebook's
-    TestCells (the names its hidden tests read from a `*_prediction` answer cell)."""
-    out: dict[str, list] = {}
+def _decide(events: list, question: str, names: list, final: dict, shown: bool = False) -> Decision:
+    h = P.history(events, question)
+    committed, flag = h["committed"], ""
+    if shown and not h["revealed"]:
+        # the truth is on screen, yet the record holds no reveal: revealed as early as the record
+        # allows, right after the first commit
+        if h["first"] is None:
+            return _shown_uncommitted(question, final)
+        committed = h["first"]
+        flag = "the truth is in the notebook's outputs without a recorded reveal: graded on the first commit"
+    elif not h["revealed"] or committed is None:
+        return Decision("final", committed, final)
+    # the answers a commit records: a question's reasoning variables are kept as its reason, and
+    # graded on the final notebook like any written part
+    committed = {n: v for n, v in committed.items() if n in names}
+    ends = {n: final[n] for n in committed if n in final}
+    if committed and len(ends) == len(committed) and P.same_value(committed, ends):
+        return Decision("committed", committed, final, flag=flag)
+    label = _label(question)
+    why = ("before the reveal" if not flag else
+           "first (the notebook shows its truth, and the record holds no reveal: it counts as revealed then)")
+    return Decision(CHANGED, committed, final, withheld=True, flag=flag,
+                    message=f"{label} was changed after its truth was revealed: you committed {_shown(committed)} "
+                    f"{why}, and the notebook ends with {_shown({n: final[n] for n in committed if n in final})}. "
+                    "An answer counts as committed before "
+                    f"the truth is shown, so {label} earns no correctness points (its form and reflection "
+                    "points are not affected).")
+
+
+def answer_question(cell: str) -> str | None:
+    """The question an answer cell's grade_id belongs to ("wall_q1_prediction" -> "wall_q1"),
+    for the cells the rule applies to; None for any other cell."""
+    for suffix in ANSWER_SUFFIXES:
+        if cell.endswith(suffix):
+            return cell[: -len(suffix)]
+    return None
+
+
+def question_cells(tests) -> dict[str, dict]:
+    """{question: {answer name: answer cell grade_id}} of the graded questions among a
+    notebook's TestCells (the names its hidden tests read from a `*_prediction` or `*_answer`
+    answer cell)."""
+    out: dict[str, dict] = {}
     for t in tests:
         if not t.hidden:
             continue
         for name, cell in t.sources.items():
-            if cell.endswith("_prediction"):
-                q = cell[: -len("_prediction")]
-                if name not in out.setdefault(q, []):
-                    out[q].append(name)
+            q = answer_question(cell)
+            if q is not None:
+                out.setdefault(q, {}).setdefault(name, cell)
     return out
+
+
+def prediction_questions(tests) -> dict[str, list]:
+    """{question: [answer names]} of the graded questions (see question_cells)."""
+    return {q: list(cells) for q, cells in question_cells(tests).items()}
 
 
 def questions_of(tests) -> set[str]:
@@ -212,11 +304,16 @@ def summarize(meta: dict) -> list[str]:
     if not rec:
         return []
     out = []
-    if rec.get("source") == "none" and rec.get("questions"):
-        out.append("no prediction record (graded on the final answers)")
+    questions = rec.get("questions") or {}
+    if rec.get("source") == "none" and questions:
+        zero = any(d.get("rule") == NO_RECORD and d.get("withheld") for d in questions.values())
+        out.append("no prediction record (" + ("no correctness points for its questions: --no-record zero-predictions)"
+                                              if zero else "graded on the final answers)"))
     for p in rec.get("problems", []):
         out.append(f"prediction record: {p}")
-    for q, d in sorted((rec.get("questions") or {}).items()):
+    for q, d in sorted(questions.items()):
         if d.get("rule") == CHANGED:
             out.append(f"{_label(q)} changed after the reveal: no correctness points")
+        if d.get("rule") == SHOWN or (d.get("flag") and d.get("rule") != NO_RECORD):
+            out.append(f"{_label(q)}: {d['flag']}")
     return out

@@ -10,9 +10,11 @@ way (read by no test of the question as the student's) are not answers and are n
   truth, students, wrong, share_wrong, label, examples
 * misconceptions.png -- one bar chart per question variable (the truth blue and labelled, wrong
   answers hatched vermillion)
-* predictions.csv -- per predict-then-verify question and student: the rule the grade used
-  (committed, changed-after-reveal, final, no-record), from what to what a prediction changed
-  after its reveal, and whether the record was missing or looked edited
+* predictions.csv -- per graded question (prediction or by hand) and student: the rule the grade
+  used (committed, changed-after-reveal, final, shown-unrecorded, no-record), from what to what an
+  answer changed after its reveal, whether the record was missing or looked edited, and the flag
+  the instructor is shown (a truth on screen without a recorded reveal, no record and the
+  --no-record policy)
 * scores.csv / scores.png -- every student's score per notebook and its distribution; with
   needs_manual_grade (a written answer not graded yet) and flag (nbgrader's flag, with the
   grader's reasons: verdicts differing from the re-verification, no or an edited prediction
@@ -22,8 +24,8 @@ way (read by no test of the question as the student's) are not answers and are n
 * report.html -- all of it on one accessible page (autograder.report_html): tables with headers,
   the charts with text alternatives written from the same rows
 
-For a predict-then-verify question the answer counted (and judged) is the prediction the student
-committed before the truth was revealed (autograder.predictions), not one written afterwards.
+For every graded question the answer counted (and judged) is the one the student committed
+before the truth was revealed (autograder.predictions), not one written afterwards.
 
 Right or wrong is the hidden tests' own verdict -- the clean re-verification that is the score --
 not a comparison of printed values: `0.00736 second` for 7.36 ms, `MEMORY`, `0.153 kFLOP/byte`
@@ -281,7 +283,9 @@ def misconceptions(course: Course, assignment: str, truth_record: dict | None = 
 
 def _decision(meta: dict, cell):
     """The prediction rule the grader applied to this answer cell's question (or None)."""
-    if not cell.grade_id.endswith("_prediction"):
+    from .predictions import answer_question
+
+    if answer_question(cell.grade_id) is None:
         return None
     return (((meta.get("predictions") or {}).get("questions") or {}).get(cell.question))
 
@@ -302,7 +306,7 @@ def changes_after_reveal(course: Course, assignment: str) -> list[dict]:
 
     rows = []
     for nb in course.notebooks(assignment):
-        cells = [c for c in answer_cells(course.source / assignment / f"{nb}.ipynb") if c.kind == "prediction"]
+        cells = [c for c in answer_cells(course.source / assignment / f"{nb}.ipynb") if c.kind in ("prediction", "answer")]
         for s in graded_students(course, assignment):
             p = course.autograded / s / assignment / f"{nb}.ipynb"
             if not p.is_file():
@@ -315,7 +319,8 @@ def changes_after_reveal(course: Course, assignment: str) -> list[dict]:
                     continue
                 row = {"notebook": nb, "question": cell.question, "title": cell.title, "student": s,
                        "rule": d["rule"], "record": rec.get("source", ""),
-                       "record_problems": "; ".join(rec.get("problems", [])), "from": "", "to": ""}
+                       "record_problems": "; ".join(rec.get("problems", [])), "from": "", "to": "",
+                       "flag": d.get("flag", "")}
                 if d["rule"] == "changed-after-reveal":
                     def text(values):
                         try:
@@ -434,7 +439,7 @@ def report(course: Course, assignment: str, out_dir: Path | None = None) -> dict
     plot_misconceptions(rows, out / "misconceptions.png")
     changes = changes_after_reveal(course, assignment)
     _write_csv(out / "predictions.csv", changes, ["notebook", "question", "title", "student", "rule", "from", "to",
-                                                   "record", "record_problems"])
+                                                   "record", "record_problems", "flag"])
     srows = score_rows(course, assignment)
     _write_csv(out / "scores.csv", srows, ["notebook", "student", "score", "max_score", "needs_manual_grade", "flag"])
     plot_scores(srows, out / "scores.png")
@@ -476,10 +481,16 @@ def format_report(result: dict) -> str:
             moves = Counter(f"{r['from']} -> {r['to']}" for r in changed)
             lines.append(f"  {q}: {len(changed)} of {len(rs)} changed the prediction after the reveal ("
                          + "; ".join(f"{m} x{n}" for m, n in moves.most_common(3)) + ")")
-    unrecorded = sorted({(r["notebook"], r["student"]) for r in preds if r["record"] == "none"})
-    if unrecorded:
-        lines.append(f"  no prediction record (graded on final answers): "
-                     + ", ".join(f"{s} ({nb})" for nb, s in unrecorded))
+    unrecorded = sorted({(r["notebook"], r["student"], "no correctness points" in r["flag"])
+                         for r in preds if r["record"] == "none"})
+    for zero, policy in ((False, "graded on final answers"), (True, "no correctness points: --no-record zero-predictions")):
+        who = [(nb, s) for nb, s, z in unrecorded if z == zero]
+        if who:
+            lines.append(f"  no prediction record ({policy}): " + ", ".join(f"{s} ({nb})" for nb, s in who))
+    shown = sorted({(r["notebook"], r["student"], r["question"]) for r in preds
+                    if r["rule"] == "shown-unrecorded" or "without a recorded reveal" in r["flag"]})
+    for nb, s, q in shown:
+        lines.append(f"  TRUTH SHOWN WITHOUT A RECORDED REVEAL? {s} ({nb}) {q}")
     edited = sorted({(r["notebook"], r["student"], r["record_problems"]) for r in preds if r["record_problems"]})
     for nb, s, why in edited:
         lines.append(f"  PREDICTION RECORD EDITED? {s} ({nb}): {why}")

@@ -175,9 +175,10 @@ def grading_values(test: TestCell, answers: dict, nb=None) -> dict[str, dict]:
     answer cell never ran).
 
     With `nb` holding prediction decisions (metadata.autograder.predictions, see
-    autograder.predictions), a hidden test of a predict-then-verify question reads the
-    prediction committed before the truth was revealed, or is withheld ({"withheld": why})
-    when the answer was changed after the reveal."""
+    autograder.predictions), a hidden test of a graded question reads the answer committed
+    before the truth was revealed, or is withheld ({"withheld": why}) where the rule grades
+    nothing (changed after the reveal, the truth shown before any commit, no record under
+    --no-record zero-predictions)."""
     out = {}
     for name in test.names:
         cell = test.sources.get(name)
@@ -186,13 +187,15 @@ def grading_values(test: TestCell, answers: dict, nb=None) -> dict[str, dict]:
     decisions = ((nb.metadata.get("autograder", {}) if nb is not None else {}).get("predictions") or {}) \
         .get("questions") or {}
     if test.hidden and decisions:
+        from .predictions import answer_question
+
         for name in test.names:
-            cell = test.sources.get(name) or ""
-            d = decisions.get(cell[: -len("_prediction")]) if cell.endswith("_prediction") else None
+            q = answer_question(test.sources.get(name) or "")
+            d = decisions.get(q) if q else None
             if not d:
                 continue
-            if d["rule"] == "changed-after-reveal":
-                out[name] = {"withheld": d["message"]}
+            if d.get("withheld") or d["rule"] == "changed-after-reveal":
+                out[name] = {"withheld": d["message"], "rule": d["rule"]}
             elif d["rule"] == "committed" and name in (d.get("committed") or {}):
                 out[name] = {"value": d["committed"][name]}
     return out
@@ -240,8 +243,8 @@ def run(test):
                 return fail("UnsupportedAnswer", f"{name}: {e}")
         elif "error" in entry:
             return fail("UnsupportedAnswer", f"{name} could not be recorded: {entry['error']}")
-        elif "withheld" in entry:     # a prediction changed after its truth was revealed
-            return fail("PredictionChanged", entry["withheld"], "changed-after-reveal")
+        elif "withheld" in entry:     # the rule grades nothing (autograder.predictions)
+            return fail("PredictionChanged", entry["withheld"], entry.get("rule") or "changed-after-reveal")
     try:
         tree = ast.parse(test["source"])
     except SyntaxError as e:
@@ -441,7 +444,7 @@ def verification_jobs(tests: dict, notebooks: dict, truth: dict | None = None) -
                 # means tampering only against this verdict), and the report judges a changed
                 # prediction by the one committed
                 jobs.append({**base, "key": f"{nb_name}/{t.grade_id}|final", "values": final})
-                committed = {n: ({"value": _committed(nb, t, n)} if "withheld" in e else e) for n, e in values.items()}
+                committed = {n: (_committed(nb, t, n, final[n]) if "withheld" in e else e) for n, e in values.items()}
                 if committed != values:
                     jobs.append({**base, "key": f"{nb_name}/{t.grade_id}|committed", "values": committed})
             if t.hidden and truth_answers and len(t.names) > 1:
@@ -452,10 +455,14 @@ def verification_jobs(tests: dict, notebooks: dict, truth: dict | None = None) -
     return jobs
 
 
-def _committed(nb, test: TestCell, name: str):
-    cell = test.sources.get(name) or ""
-    d = nb.metadata["autograder"]["predictions"]["questions"][cell[: -len("_prediction")]]
-    return d["committed"][name]
+def _committed(nb, test: TestCell, name: str, final: dict) -> dict:
+    """The record entry of `name` as committed (the final one where nothing was committed)."""
+    from .predictions import answer_question
+
+    q = answer_question(test.sources.get(name) or "")
+    d = nb.metadata["autograder"]["predictions"]["questions"][q]
+    committed = d.get("committed") or {}
+    return {"value": committed[name]} if name in committed else final
 
 
 def to_json(tests: dict) -> dict:

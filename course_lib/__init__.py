@@ -36,6 +36,11 @@ from .figure_display import enable as _show_figures_with_alt_text
 
 _show_figures_with_alt_text()
 
+# In a notebook, a failed check or an unanswered cell shows one line, not a traceback.
+from .notebook_errors import install as _install_notebook_errors
+
+_install_notebook_errors()
+
 __version__ = "0.1.0"
 
 __all__ = ["Hardware", "Models", "solve", "serve", "plot_roofline", "Q_", "ureg",

@@ -42,8 +42,9 @@ is the table of labels, shared with the instructor's report.
 **Commit and reveal** (course_lib.predictions): a notebook's form check that passes also
 *commits* the answer as the question's prediction (recorded with the time; a later, different
 answer is a revision). A verify cell starts with ``reveal("hello_q2")``: it shows the truth only
-for a committed prediction, and records that it did. Nothing is recorded while nbgrader runs
-the notebook, nor for a check given ``namespace=`` (the grader's).
+for a committed prediction, and records that it did. Once the truth was shown, ``verify`` judges
+the answer graded (the one committed before the reveal) and says so when the notebook now holds
+a revision. Nothing is recorded for a check given ``namespace=`` (the grader's).
 
 The older value-based calls (``check_form_number``, ``check_number``, ``compare``, ...) still
 work and use the same parser; ``check_number`` still guesses slips from factors (2, 1000,
@@ -75,6 +76,7 @@ __all__ = ["check_form", "check_answer", "verify", "reveal", "CheckFailed", "MIS
 
 _MISSING = object()
 _UNANSWERED = "replace `raise NotImplementedError()` in the answer cell above with your answer and run it"
+_RERUN = "re-run the setup cell and your answer cells (Run All, or Run > Run All Above)"
 
 
 # ---- looking answers up by name -------------------------------------------------------------
@@ -146,6 +148,10 @@ def _check_form_from(frame, question: str, specs: dict, namespace: dict | None =
     values = {name: _lookup(name, spaces) for name in specs}
     missing = [n for n, v in values.items() if v is _MISSING]
     if missing:
+        before = None if namespace is not None else _answered_before(question)
+        if before is not None:      # a restarted kernel: the answer cells have not run again
+            raise CheckFailed(f"{_label(question)} was answered before ({before}), but this kernel has not run "
+                              f"its answer cell: {_RERUN}.", label="unanswered")
         verb = "is" if len(missing) == 1 else "are"
         raise CheckFailed(f"{_names(missing)} {verb} not answered yet: {_UNANSWERED}.", label="unanswered")
     problems = []
@@ -160,6 +166,22 @@ def _check_form_from(frame, question: str, specs: dict, namespace: dict | None =
         _commit(question, specs, values)
 
 
+def _label(question: str) -> str:
+    return question.split("_", 1)[-1].upper() if "_" in question else question
+
+
+def _answered_before(question: str) -> str | None:
+    """"committed q3 = 1.1 at 12:03:04 UTC" when this notebook's record holds an answer to
+    `question` (None: never answered, or no record)."""
+    from .predictions import clock, committed_before, show_values
+
+    try:
+        last = committed_before(question)
+    except OSError:
+        return None
+    return None if last is None else f"committed {show_values(last['values'])} at {clock(last['t'])}"
+
+
 def _commit(question: str, specs: dict, values: dict) -> None:
     """Record the well-formed answer as the question's prediction (course_lib.predictions)."""
     from .answers import UnsupportedAnswer
@@ -171,15 +193,18 @@ def _commit(question: str, specs: dict, values: dict) -> None:
         commit(question, answers, " ".join(reasons) or None)
     except UnsupportedAnswer as e:
         raise CheckFailed(f"{_names(list(answers))}: {e}", label="not-an-answer") from None
+    except OSError as e:
+        raise CheckFailed(f"{_label(question)}: your answer could not be recorded ({e}): keep the notebook in a "
+                          "folder you can write to, then run this check again.") from None
 
 
 def reveal(*questions: str) -> None:
     """First line of a verify cell: show the truth only for a committed prediction, and record
     the reveal (course_lib.predictions.reveal).
 
-    >>> import os; os.environ["NBGRADER_EXECUTION"] = "validate"   # as under nbgrader: no record
     >>> reveal("demo_q9")
-    >>> del os.environ["NBGRADER_EXECUTION"]
+    Traceback (most recent call last):
+    course_lib.predictions.NotCommitted: Q9: no committed prediction yet. Answer, then run the form check (the test cell right below the answer): it records your answer, and then this cell shows the truth.
     """
     __tracebackhide__ = True
     from .predictions import reveal as _reveal
@@ -262,10 +287,15 @@ def check_answer(question: str, name: str, spec: Spec, truth, *, mistakes: dict 
 # ---- verify cells -------------------------------------------------------------------------------
 def verify(question: str, name: str, spec: Spec, truth, explanation: str = "", *,
            mistakes: dict | None = None, namespace: dict | None = None) -> bool:
-    """Print the answer next to course_lib's; say whether it holds and, if not, why.
+    """Print the answer graded next to course_lib's; say whether it holds and, if not, which
+    classic mistake it matches.
 
+    Once the question's truth was shown (course_lib.predictions), the answer graded is the one
+    committed before the reveal: a notebook that now holds a revision gets both, the verdict on
+    the committed one and a line saying the revision earns no correctness points. A kernel that
+    has not run the answer cell (restarted) is judged on the committed answer too.
     Never raises on the answer (a missing or malformed one is reported); returns whether the
-    answer holds.
+    answer graded holds.
 
     >>> q9_prediction = "compute"
     >>> verify("demo_q9", "q9_prediction", Regime(), "memory-bound", "Intensity is below the ridge.")
@@ -276,29 +306,88 @@ def verify(question: str, name: str, spec: Spec, truth, explanation: str = "", *
     """
     _check_question(question)
     t = spec.read_truth(truth)
-    width = max(len(name), len("course_lib")) + 1
     value = _lookup(name, [namespace] if namespace is not None else _namespaces(sys._getframe(1)))
-    right, labels = False, []
+    graded = _graded(question, name)        # this notebook's record (a hidden test never verifies)
+    if graded is None:
+        shown, right, labels = _judge(spec, value, t, mistakes)
+        width = max(len(name), len("course_lib")) + 1
+        print(f"{name + ':':{width}s} {shown}")
+        print(f"{'course_lib:':{width}s} {spec.show(t)}")
+        _verdict("Your prediction", right, labels, explanation)
+        return right
+    committed, when = graded
+    g_shown, right, labels = _judge(spec, committed, t, mistakes)
+    same = value is not _MISSING and _same_answer(spec, value, committed)
+    if same:
+        width = max(len(name), len("course_lib")) + 1
+        print(f"{name + ':':{width}s} {g_shown}   (committed at {when})")
+        print(f"{'course_lib:':{width}s} {spec.show(t)}")
+        _verdict("Your prediction", right, labels, explanation)
+        return right
+    first = f"{name} (committed {when[:5]} UTC, graded):"
+    now = f"{name} (now):"
+    width = max(len(first), len(now), len("course_lib:"))
+    print(f"{first:{width}s} {g_shown}")
     if value is _MISSING:
-        shown = f"not answered yet ({_UNANSWERED})"
+        print(f"{now:{width}s} not defined in this kernel ({_RERUN})")
     else:
-        try:
-            answer = spec.read(value)
-        except NotAnAnswer as e:
-            shown = f"{value!r} is not an answer: {e}"
-        else:
-            shown = spec.show(answer)
-            right = spec.agrees(answer, t)
-            if not right:
-                labels = _matching_mistakes(spec, answer, t, mistakes)
-    print(f"{name + ':':{width}s} {shown}")
+        print(f"{now:{width}s} {_judge(spec, value, t, None)[0]}")
     print(f"{'course_lib:':{width}s} {spec.show(t)}")
+    _verdict("Your committed answer", right, labels, explanation)
+    if value is not _MISSING:
+        holds = _judge(spec, value, t, None)[1]
+        print(f"You committed {g_shown} at {when[:5]} UTC ({'matches' if right else 'differs from'} the truth); "
+              f"your revision {_judge(spec, value, t, None)[0]} {'holds' if holds else 'differs too'} but earns no "
+              f"correctness points: {_label(question)} is graded on the answer committed before the truth was shown.")
+    return right
+
+
+def _judge(spec, value, t, mistakes) -> tuple[str, bool, list]:
+    """(how the answer reads, whether it holds, the mistakes it matches)."""
+    if value is _MISSING:
+        return f"not answered yet ({_UNANSWERED})", False, []
+    try:
+        answer = spec.read(value)
+    except NotAnAnswer as e:
+        return f"{value!r} is not an answer: {e}", False, []
+    right = spec.agrees(answer, t)
+    return spec.show(answer), right, ([] if right else _matching_mistakes(spec, answer, t, mistakes))
+
+
+def _verdict(who: str, right: bool, labels: list, explanation: str) -> None:
     if right:
-        print("Your prediction holds.")
+        print(f"{who} holds.")
     else:
         named = f" It matches a classic mistake: {describe(labels[0])}" if labels else ""
-        print("Your prediction differs." + named + (f" {explanation}" if explanation else ""))
-    return right
+        print(f"{who} differs." + named + (f" {explanation}" if explanation else ""))
+
+
+def _graded(question: str, name: str):
+    """(the committed value of `name`, "HH:MM:SS UTC") once the question's truth was shown in
+    this notebook (course_lib.predictions); None before, or without a record."""
+    from .answers import UnsupportedAnswer, decode
+    from .predictions import clock, graded
+
+    try:
+        g = graded(question)
+    except OSError:
+        return None
+    if g is None or name not in g["values"]:
+        return None
+    try:
+        return decode(g["values"][name]), clock(g["t"])
+    except (UnsupportedAnswer, TypeError, ValueError):
+        return None
+
+
+def _same_answer(spec, value, committed) -> bool:
+    from .answers import UnsupportedAnswer, encode
+    from .predictions import same_value
+
+    try:
+        return same_value({"x": encode(value)}, {"x": encode(committed)})
+    except (UnsupportedAnswer, TypeError, ValueError):
+        return False
 
 
 # ---- the older, value-based calls (same parser) ---------------------------------------------------

@@ -152,3 +152,9 @@ class CheckFailed(AssertionError):
         if label is not None and label not in MISCONCEPTIONS:
             raise ValueError(f"unknown misconception label {label!r}; known: {sorted(MISCONCEPTIONS)}")
         self.label = label
+
+    def _render_traceback_(self):
+        """What IPython shows for it in a notebook: the message alone, no traceback (it is
+        still an error: Run All stops there, and nbgrader counts the test as failed)."""
+        return [f"\x1b[0;31mCheck failed\x1b[0m: {line}" if i == 0 else f"  {line}"
+                for i, line in enumerate(str(self).splitlines() or [""])]

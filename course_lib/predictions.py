@@ -20,8 +20,15 @@ disagrees with a copy kept in the notebook, and the grader flags it to the instr
 the chain alone; that takes deliberate programming, and the grader's other checks still
 apply.)
 
-While nbgrader runs the notebook (Validate, autograding: ``NBGRADER_EXECUTION`` is set) nothing
-is recorded and nothing is withheld.
+Every question, a prediction or an answer worked out by hand, is graded on the answer committed
+before its truth was first revealed; a change afterwards is recorded as a revision and earns no
+correctness points. The receipts say so, echoing the committed value, and a verify cell judges
+the committed answer (``graded``).
+
+Nothing a student's kernel can set switches recording off: nbgrader's Validate records like Run
+All (it runs the notebook in its own folder). The grader's kernels record too, on a private
+copy that is thrown away: the grader reads the record from what was handed in, before any
+kernel runs (autograder.predictions).
 
 >>> e = make_event([], "demo_q1", "commit", {"q1": 2.0}, "a reason", t="2026-01-01T00:00:00.000Z")
 >>> e["kind"], e["n"], len(e["hash"])
@@ -34,13 +41,12 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import os
 import uuid
 from pathlib import Path
 
-__all__ = ["RECORD_FILE", "MIME", "NotCommitted", "commit", "reveal", "recording", "record_path",
-           "load_record", "make_event", "event_hash", "check_events", "question_events", "history",
-           "notebook_events", "same_value"]
+__all__ = ["RECORD_FILE", "MIME", "NotCommitted", "commit", "reveal", "record_path", "load_record",
+           "make_event", "event_hash", "check_events", "question_events", "history", "graded",
+           "committed_before", "notebook_events", "same_value", "show_values", "show_value", "clock", "RULE"]
 
 RECORD_FILE = ".predictions.jsonl"
 MIME = "application/vnd.roofline.predictions+json"
@@ -49,8 +55,17 @@ _SESSION = uuid.uuid4().hex[:12]      # one kernel process = one session
 _HERE: Path | None = None
 
 
+#: the rule every question is graded by, as the receipts state it
+RULE = ("the answer committed before its verify cell shows the truth is graded; a change after that "
+        "earns no correctness points")
+
+
 class NotCommitted(Exception):
-    """A verify cell ran before its question's form check committed a prediction."""
+    """A verify cell ran before its question's form check committed a prediction. In a notebook
+    it shows as its one-line message (no traceback), and is still an error: Run All stops."""
+
+    def _render_traceback_(self):     # IPython: the lines shown instead of a traceback
+        return [f"\x1b[0;31mNot committed yet\x1b[0m: {self}"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -159,35 +174,65 @@ def same_value(a: dict, b: dict) -> bool:
 def history(events: list, question: str) -> dict:
     """What the record says about one question.
 
-    committed  -- the values committed last before the first reveal (None: never committed)
-    revealed   -- whether the truth was shown
-    first      -- the values of the first commit
-    after      -- values committed after the first reveal that differ from `committed`
+    committed   -- the values committed last before the first reveal (None: never committed)
+    committed_t -- when those values were committed (that event's time)
+    revealed    -- whether the truth was shown (revealed_t: when first)
+    first       -- the values of the first commit (first_t: when)
+    after       -- values committed after the first reveal that differ from `committed`
+    last        -- the values committed last (last_t: when)
     """
     mine = question_events(events, question)
-    committed, revealed, first, after = None, False, None, []
+    committed, revealed, first, after, last = None, False, None, [], None
+    committed_t = revealed_t = first_t = last_t = None
     for e in mine:
         if e["kind"] in ("commit", "revise"):
+            last, last_t = e["values"], e.get("t")
             if first is None:
-                first = e["values"]
+                first, first_t = e["values"], e.get("t")
             if not revealed:
-                committed = e["values"]
+                committed, committed_t = e["values"], e.get("t")
             elif not same_value(e["values"], committed):
                 after.append(e["values"])
-        elif e["kind"] == "reveal" and committed is not None:
-            revealed = True
-    return {"committed": committed, "revealed": revealed, "first": first, "after": after,
-            "events": len(mine)}
+        elif e["kind"] == "reveal" and committed is not None and not revealed:
+            revealed, revealed_t = True, e.get("t")
+    return {"committed": committed, "committed_t": committed_t, "revealed": revealed,
+            "revealed_t": revealed_t, "first": first, "first_t": first_t, "after": after,
+            "last": last, "last_t": last_t, "events": len(mine)}
+
+
+def show_values(values: dict) -> str:
+    """{name: encoded value} as "q1_speedup = 3.171, ..." for a receipt."""
+    from .answers import UnsupportedAnswer, decode
+
+    try:
+        return ", ".join(f"{n} = {show_value(decode(v))}" for n, v in (values or {}).items()) or "nothing"
+    except (UnsupportedAnswer, TypeError, ValueError):
+        return "an unreadable value"
+
+
+def show_value(value) -> str:
+    """A short form of one answer: numbers to 4 significant digits, strings quoted."""
+    from .units import is_quantity
+
+    if is_quantity(value):
+        return f"{show_value(value.magnitude)} {value.units:~P}"
+    if hasattr(value, "dtype") and getattr(value, "size", 2) == 1:      # numpy
+        return show_value(value.item())
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (tuple, list)):
+        return "(" + ", ".join(show_value(v) for v in value) + ")"
+    return repr(value)
+
+
+def clock(t: str | None) -> str:
+    """An event's time as HH:MM:SS UTC."""
+    return f"{(t or '')[11:19]} UTC"
 
 
 # ---------------------------------------------------------------------------------------------
 # the record file and the notebook copies
 # ---------------------------------------------------------------------------------------------
-def recording() -> bool:
-    """False while nbgrader runs the notebook (Validate, autograding)."""
-    return not os.environ.get("NBGRADER_EXECUTION")
-
-
 def record_path() -> Path:
     """The record beside the notebook (the kernel's working folder when first asked)."""
     global _HERE
@@ -280,35 +325,67 @@ def _label(question: str) -> str:
 
 
 def commit(question: str, values: dict, reasoning: str | None = None) -> dict | None:
-    """Record `values` ({variable: value}) as the prediction of `question` (a form check calls
-    this once the form is right). Returns the event written, or None when nothing new was
-    recorded (the same answer again, or nbgrader is running the notebook).
+    """Record `values` ({variable: value}) as the answer of `question` (a form check calls this
+    once the form is right), and show a receipt that echoes what is graded. Returns the event
+    written, or None when nothing new was recorded (the same answer again).
     Raises course_lib.answers.UnsupportedAnswer for a value that cannot be written down."""
-    if not recording():
-        return None
     from .answers import encode
 
     encoded = {name: encode(v) for name, v in values.items()}
     events = load_record(record_path())
     mine = [e for e in question_events(events, question) if e.get("kind") in ("commit", "revise")]
-    label = _label(question)
     if mine and same_value(mine[-1].get("values"), encoded) and mine[-1].get("reason") == reasoning:
-        _show(f"{label}: your answer is committed (unchanged since {mine[-1]['t'][11:19]} UTC).",
-              question, events)
+        _show(_receipt(question, events, encoded, new=False), question, events)
         return None
-    revealed = any(e.get("kind") == "reveal" for e in question_events(events, question))
     event, events = _append(question, "revise" if mine else "commit", encoded, reasoning)
-    if not mine:
-        text = (f"{label}: answer committed at {event['t'][11:19]} UTC; its verify cell may now show the "
-                f"truth. If {label} is marked *prediction*, this is the answer graded, not a later one.")
-    elif revealed:
-        text = (f"{label}: changed after the truth was shown, recorded as a revision. If {label} is marked "
-                "*prediction* it is graded on the answer committed before the reveal (this change earns "
-                "no correctness points); if *by hand*, on your final answer.")
-    else:
-        text = f"{label}: answer revised at {event['t'][11:19]} UTC, before the truth was shown: the new one counts."
-    _show(text, question, events)
+    _show(_receipt(question, events, encoded, new=True), question, events)
     return event
+
+
+def _rule(question: str) -> str:
+    """"Rule: ..." as a receipt states it, with the question's kind where course_lib.questions
+    declares it ("Rule (worked by hand): ...")."""
+    kinds = {"prediction": "a prediction", "by-hand": "worked by hand"}
+    try:
+        from .questions import get
+
+        kind = kinds.get(get(question).rule)
+    except Exception:       # not a declared question (or its lesson module is missing)
+        kind = None
+    return f"Rule ({kind}): {RULE}." if kind else f"Rule: {RULE}."
+
+
+def _receipt(question: str, events: list, current: dict, new: bool) -> str:
+    """What a form check says after committing: the value graded, when it was committed, and
+    the rule; after a revision past the reveal, that the revision earns no correctness points."""
+    label = _label(question)
+    h = history(events, question)
+    if not h["revealed"]:
+        verb = "revised" if new and h["events"] > 1 else "committed"
+        since = "" if new else " (unchanged since)"
+        return (f"{label}: answer {verb} at {clock(h['committed_t'])}: {show_values(h['committed'])}{since}. "
+                f"{_rule(question)}")
+    graded_text = f"{show_values(h['committed'])}, committed at {clock(h['committed_t'])} before the truth was shown"
+    if same_value(h["committed"], current):
+        return f"{label}: graded on {graded_text} (your answer is unchanged). {_rule(question)}"
+    return (f"{label}: graded on {graded_text}. Your revision {show_values(current)} (recorded at "
+            f"{clock(h['last_t'])}) is kept in the record but earns no correctness points. {_rule(question)}")
+
+
+def graded(question: str) -> dict | None:
+    """The answer graded for `question` as this kernel's record stands, once its truth was
+    shown: {"values": {name: encoded}, "t": commit time} (None: not revealed yet, or no record)."""
+    h = history(load_record(record_path()), question)
+    if not h["revealed"] or h["committed"] is None:
+        return None
+    return {"values": h["committed"], "t": h["committed_t"]}
+
+
+def committed_before(question: str) -> dict | None:
+    """The last committed answer of `question` in this kernel's record (None: never answered):
+    {"values": ..., "t": ...}; a restarted kernel's form check uses it."""
+    h = history(load_record(record_path()), question)
+    return None if h["last"] is None else {"values": h["last"], "t": h["last_t"]}
 
 
 def reveal(*questions: str) -> None:
@@ -318,8 +395,6 @@ def reveal(*questions: str) -> None:
     __tracebackhide__ = True      # IPython shows the notebook's line, not this one
     if not questions:
         raise TypeError("reveal needs the question ids, e.g. reveal('wall_q1')")
-    if not recording():
-        return
     events = load_record(record_path())
     lacking = [q for q in questions
                if not any(e.get("kind") in ("commit", "revise") for e in question_events(events, q))]
@@ -327,12 +402,14 @@ def reveal(*questions: str) -> None:
         labels = " and ".join(_label(q) for q in lacking)
         raise NotCommitted(
             f"{labels}: no committed prediction yet. Answer, then run the form check (the test cell "
-            "right below the answer): it records your prediction, and then this cell shows the truth.")
+            "right below the answer): it records your answer, and then this cell shows the truth.")
     for q in questions:
         mine = question_events(events, q)
         if mine[-1].get("kind") != "reveal":
             _, events = _append(q, "reveal")
-        _show(f"{_label(q)}: the truth is shown below (the reveal is recorded).", q, events)
+        h = history(events, q)
+        _show(f"{_label(q)}: the truth is shown below (the reveal is recorded); graded on "
+              f"{show_values(h['committed'])}, committed at {clock(h['committed_t'])}.", q, events)
 
 
 def notebook_events(nb) -> list[list]:

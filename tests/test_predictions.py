@@ -9,7 +9,7 @@ import pytest
 
 from course_lib import Q_, predictions
 from course_lib.answers import encode
-from course_lib.checks import CheckFailed, Number, Reason, Regime, check_form, reveal
+from course_lib.checks import CheckFailed, Number, Reason, Regime, check_form, reveal, verify
 
 
 @pytest.fixture
@@ -72,12 +72,16 @@ def test_reveal_without_a_commit_shows_nothing_and_says_what_to_run(record):
     assert [e["kind"] for e in events(record)] == ["commit"]
 
 
-def test_nothing_is_recorded_while_nbgrader_runs_the_notebook(record, monkeypatch):
+def test_nbgraders_variable_does_not_switch_recording_off(record, monkeypatch):
+    """A student who sets NBGRADER_EXECUTION in their own kernel still commits and is still
+    refused the truth before committing (Validate records like Run All)."""
     monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
     q1_intensity = 0.25  # noqa: F841
     check_form("hello_q1", q1_intensity=Number("FLOP/byte"))
-    reveal("hello_q2")          # no error either: grading never withholds
-    assert not record.exists()
+    with pytest.raises(predictions.NotCommitted):
+        reveal("hello_q2")
+    reveal("hello_q1")
+    assert [e["kind"] for e in events(record)] == ["commit", "reveal"]
 
 
 def test_a_check_on_the_graders_namespace_commits_nothing(record):
@@ -162,3 +166,249 @@ def test_unparseable_lines_are_kept_as_problems(record):
     assert ev[-1] == {"unparseable": "not json"}
     assert any("not an event" in p for p in predictions.check_events(ev))
     json.dumps(ev)   # still plain data
+
+
+# ---- receipts and verify cells tell what is graded -------------------------------------------
+def test_the_receipt_echoes_the_committed_value_and_states_the_rule(record, capsys):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shown = []
+    shell = InteractiveShell.instance()
+    try:
+        shell.display_pub.publish = lambda data, **kw: shown.append(data["text/plain"])
+        q1_speedup, q1_reasoning = 3.0, "The H100 has three times the FLOP/s of the A100."
+        check_form("demo_q1", q1_speedup=Number(), q1_reasoning=Reason())
+        check_form("demo_q1", q1_speedup=Number(), q1_reasoning=Reason())
+        reveal("demo_q1")
+        q1_speedup = 1.643   # noqa: F841
+        check_form("demo_q1", q1_speedup=Number(), q1_reasoning=Reason())
+    finally:
+        InteractiveShell.clear_instance()
+    t = events(record)[0]["t"][11:19]
+    assert shown[0] == (f"Q1: answer committed at {t} UTC: q1_speedup = 3. Rule: {predictions.RULE}.")
+    assert shown[1].endswith("(unchanged since). Rule: " + predictions.RULE + ".")
+    assert shown[2].startswith(f"Q1: the truth is shown below (the reveal is recorded); graded on q1_speedup = 3,")
+    assert shown[3].startswith(f"Q1: graded on q1_speedup = 3, committed at {t} UTC before the truth was shown. "
+                               "Your revision q1_speedup = 1.643 (recorded at ")
+    assert "earns no correctness points" in shown[3]
+    assert not any("*" in s or " If " in s for s in shown), shown
+
+
+def test_verify_after_a_revision_judges_the_committed_answer_and_says_so(record, capsys):
+    q1_speedup, q1_reasoning = 3.0, "The H100 has three times the FLOP/s of the A100."
+    check_form("wall_q1", q1_speedup=Number(), q1_reasoning=Reason())
+    reveal("wall_q1")
+    capsys.readouterr()
+    assert verify("wall_q1", "q1_speedup", Number(rel_tol=0.02), 1.643, "The bandwidth ratio.") is False
+    before = capsys.readouterr().out
+    assert "Your prediction differs. The bandwidth ratio." in before and "revision" not in before
+    q1_speedup = 1.643   # noqa: F841
+    check_form("wall_q1", q1_speedup=Number(), q1_reasoning=Reason())
+    reveal("wall_q1")
+    capsys.readouterr()
+    assert verify("wall_q1", "q1_speedup", Number(rel_tol=0.02), 1.643, "The bandwidth ratio.") is False
+    out = capsys.readouterr().out
+    t = events(record)[0]["t"][11:16]
+    assert f"q1_speedup (committed {t} UTC, graded): 3" in out
+    assert "Your committed answer differs. The bandwidth ratio." in out
+    assert (f"You committed 3 at {t} UTC (differs from the truth); your revision 1.643 holds but earns no "
+            "correctness points: Q1 is graded on the answer committed before the truth was shown.") in out
+    assert "Your prediction holds" not in out
+
+
+def test_a_restarted_kernel_is_told_to_rerun_its_answer_cells(record, capsys):
+    q3_prediction = 256     # noqa: F841
+    check_form("hello_q3", q3_prediction=Number())
+    reveal("hello_q3")
+    del q3_prediction       # a restarted kernel: the answer cell has not run again
+    with pytest.raises(CheckFailed, match=r"^Q3 was answered before \(committed q3_prediction = 256 at "
+                                          r"\d\d:\d\d:\d\d UTC\), but this kernel has not run its answer cell: "
+                                          r"re-run the setup cell and your answer cells \(Run All, or Run > Run All "
+                                          r"Above\)\.$") as e:
+        check_form("hello_q3", q3_prediction=Number())
+    assert e.value.label == "unanswered"
+    with pytest.raises(CheckFailed, match=r"^q4_prediction is not answered yet"):   # never answered
+        check_form("hello_q4", q4_prediction=Regime())
+    capsys.readouterr()
+    verify("hello_q3", "q3_prediction", Number(), 256)      # judged on the committed answer
+    out = capsys.readouterr().out
+    assert "q3_prediction (now):" in out and "not defined in this kernel (re-run the setup cell" in out
+    assert "Your committed answer holds." in out
+
+
+def test_check_failures_and_not_committed_render_as_one_line():
+    one = CheckFailed("q2_ridge is not answered yet: replace it.", label="unanswered")._render_traceback_()
+    assert len(one) == 1 and one[0].endswith("Check failed\x1b[0m: q2_ridge is not answered yet: replace it.")
+    nc = predictions.NotCommitted("Q2: no committed prediction yet.")._render_traceback_()
+    assert len(nc) == 1 and "Q2: no committed prediction yet." in nc[0]
+
+
+def test_an_unanswered_answer_cell_says_which_question_in_one_line():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from course_lib import notebook_errors
+
+    shell = InteractiveShell.instance()
+    shown = []
+    try:
+        shell._showtraceback = lambda etype, value, stb: shown.append((etype.__name__, stb))
+        notebook_errors.install()
+        r = shell.run_cell("# q3_prediction: one of 16, 64; q3_reasoning: one sentence\n# YOUR CODE HERE\n"
+                           "raise NotImplementedError()")
+        assert not r.success        # still an error: Run All stops there
+        # anywhere else, a NotImplementedError keeps its traceback
+        shell.run_cell("def later():\n    raise NotImplementedError('not yet')\nlater()")
+    finally:
+        InteractiveShell.clear_instance()
+    (name, stb), (name2, stb2) = shown
+    assert name == "NotImplementedError" and len(stb) == 1
+    assert stb[0].endswith("Q3 is not answered yet: replace raise NotImplementedError() with your answer "
+                           "(q3_prediction, q3_reasoning), then run this cell and the form check below it.")
+    assert name2 == "NotImplementedError" and len(stb2) > 1 and stb2[-1].endswith("not yet")
+
+
+# ---- the grading rule (autograder.predictions), on records made here --------------------------
+def _grading_record(events, shown=()):
+    from autograder.predictions import Record
+
+    return Record(events, [], "file", [], list(shown))
+
+
+def _final(**values):
+    return {n: {"value": encode(v)} for n, v in values.items()}
+
+
+def test_a_by_hand_answer_is_graded_as_committed_like_a_prediction(record):
+    from autograder.predictions import CHANGED, decide, question_cells
+    from autograder.verify import TestCell
+
+    test = TestCell(notebook="hello_roofline", grade_id="hello_q1_correct", source="", points=2, hidden=True, names=["q1_intensity"],
+                    sources={"q1_intensity": "hello_q1_answer"})
+    assert question_cells([test]) == {"hello_q1": {"q1_intensity": "hello_q1_answer"}}
+    q1_intensity = 0.5  # noqa: F841
+    check_form("hello_q1", q1_intensity=Number("FLOP/byte"))
+    reveal("hello_q1")
+    q1_intensity = 0.25  # noqa: F841
+    check_form("hello_q1", q1_intensity=Number("FLOP/byte"))
+    d = decide(_grading_record(events(record)), "hello_q1", ["q1_intensity"], _final(q1_intensity=0.25))
+    assert d.rule == CHANGED and d.withheld and d.committed == {"q1_intensity": encode(0.5)}
+    assert "Q1 was changed after its truth was revealed: you committed q1_intensity = 0.5" in d.message
+
+
+def _verify_cell(source, outputs, grade_id=None):
+    meta = {"nbgrader": {"grade_id": grade_id}} if grade_id else {}
+    return {"cell_type": "code", "source": source, "metadata": meta, "outputs": outputs}
+
+
+PRINTED = [{"output_type": "stream", "name": "stdout", "text": "course_lib: 'memory-bound'\n"}]
+
+
+def test_a_verify_cells_saved_output_shows_its_truth():
+    from autograder.predictions import truth_shown
+
+    receipt = [{"output_type": "display_data", "data": {predictions.MIME: {}, "text/plain": "Q1: ..."}}]
+    error = [{"output_type": "error", "ename": "NotCommitted", "evalue": "", "traceback": []}]
+    nb = {"cells": [
+        _verify_cell('reveal("wall_q1")\nprint(truth)', PRINTED, "wall_q1_verify"),
+        _verify_cell('reveal("wall_q2", "wall_q3")\nprint(truth)', PRINTED),      # metadata stripped
+        _verify_cell('show("wall_q4")', receipt + error, "wall_q4_verify"),        # refused: no truth shown
+        _verify_cell('reveal("wall_q5")', [], "wall_q5_verify"),                   # outputs cleared
+        _verify_cell('print("wall_q6")', PRINTED),                                 # not a verify cell
+        _verify_cell('print("Q7")\nreveal("wall_q7")', PRINTED + error, "wall_q7_verify"),  # printed, then refused
+    ]}
+    assert truth_shown(nb, [f"wall_q{i}" for i in range(1, 8)]) == ["wall_q1", "wall_q2", "wall_q3"]
+
+
+def test_a_truth_shown_without_a_recorded_reveal_counts_as_revealed_after_the_first_commit(record):
+    from autograder.predictions import CHANGED, SHOWN, decide
+
+    q1_speedup = 3.0  # noqa: F841
+    check_form("wall_q1", q1_speedup=Number())
+    q1_speedup = 1.643  # noqa: F841
+    check_form("wall_q1", q1_speedup=Number())          # a "revision before the reveal": none recorded
+    ev = events(record)
+    d = decide(_grading_record(ev, ["wall_q1"]), "wall_q1", ["q1_speedup"], _final(q1_speedup=1.643))
+    assert d.rule == CHANGED and d.withheld and d.committed == {"q1_speedup": encode(3.0)}
+    assert "without a recorded reveal" in d.flag
+    same = decide(_grading_record(ev[:1], ["wall_q1"]), "wall_q1", ["q1_speedup"], _final(q1_speedup=3.0))
+    assert same.rule == "committed" and not same.withheld and "without a recorded reveal" in same.flag
+    none = decide(_grading_record([], ["wall_q1"]), "wall_q1", ["q1_speedup"], _final(q1_speedup=1.643))
+    assert none.rule == SHOWN and none.withheld
+    plain = decide(_grading_record(ev), "wall_q1", ["q1_speedup"], _final(q1_speedup=1.643))
+    assert plain.rule == "final" and not plain.withheld and not plain.flag     # no truth on screen
+
+
+def test_no_record_follows_the_instructors_policy_and_is_flagged_either_way():
+    from autograder.predictions import NO_RECORD, Record, decide
+
+    none = Record([], [], "none")
+    final = decide(none, "wall_q1", ["q1_speedup"], _final(q1_speedup=1.643))
+    assert final.rule == NO_RECORD and not final.withheld and "final answer" in final.flag
+    zero = decide(none, "wall_q1", ["q1_speedup"], _final(q1_speedup=1.643), "zero-predictions")
+    assert zero.rule == NO_RECORD and zero.withheld and "no correctness points" in zero.flag
+    assert "Q1 earns no correctness points" in zero.message
+    with pytest.raises(ValueError, match="final, zero-predictions"):
+        decide(none, "wall_q1", ["q1_speedup"], {}, "lenient")
+
+
+def test_a_record_that_cannot_be_written_fails_the_form_check_saying_why(record):
+    record.mkdir()          # not a file: appending to it fails
+    q1_intensity = 0.25  # noqa: F841
+    with pytest.raises(CheckFailed, match=r"^Q1: your answer could not be recorded \(.*\): keep the notebook in a "
+                                          r"folder you can write to"):
+        check_form("hello_q1", q1_intensity=Number("FLOP/byte"))
+
+
+def test_a_declared_questions_verify_cell_judges_the_committed_answer(record, capsys):
+    """course_lib.questions' show() passes the cell's namespace along: the record still rules."""
+    from course_lib.answer_forms import Ratio
+    from course_lib.questions import core
+
+    @core.question("demo_q1", rule="by-hand", specs={"q1_x": Ratio(rel_tol=0.05)})
+    def _demo():
+        return core.Solution({"q1_x": core.Truth(2.0, mistakes={"inverted-ratio": 0.5})}, hint="Divide.")
+
+    try:
+        q1_x = 0.5
+        core.check_form("demo_q1")
+        core.show("demo_q1")
+        q1_x = 2.0  # noqa: F841
+        core.check_form("demo_q1")
+        capsys.readouterr()
+        core.show("demo_q1")
+        out = capsys.readouterr().out
+    finally:
+        del core.REGISTRY["demo_q1"]
+    assert "q1_x (committed " in out and "Your committed answer differs. It matches a classic mistake" in out
+    assert "(differs from the truth); your revision " in out and "holds but earns no correctness points" in out
+
+
+def test_a_questions_reasoning_is_no_change_of_its_answer(record):
+    """A declared question's hidden test reads its reasoning too; the commit keeps the reasoning
+    as its reason: the answer is compared on the answers alone."""
+    from autograder.predictions import CHANGED, decide
+
+    q3_prediction, q3_reasoning = 256, "With N = K = 4096 the intensity grows with M until it meets the ridge."
+    check_form("hello_q3", q3_prediction=Number(), q3_reasoning=Reason())
+    reveal("hello_q3")
+    names = ["q3_prediction", "q3_reasoning"]
+    same = decide(_grading_record(events(record)), "hello_q3", names,
+                  _final(q3_prediction=256, q3_reasoning="Reworded after the reveal, the same answer."))
+    assert same.rule == "committed" and not same.withheld and same.committed == {"q3_prediction": encode(256)}
+    changed = decide(_grading_record(events(record)), "hello_q3", names,
+                     _final(q3_prediction=128, q3_reasoning=q3_reasoning))
+    assert changed.rule == CHANGED and "the notebook ends with q3_prediction = 128." in changed.message
+
+
+def test_a_declared_questions_receipt_names_its_kind(record):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shown = []
+    shell = InteractiveShell.instance()
+    try:
+        shell.display_pub.publish = lambda data, **kw: shown.append(data["text/plain"])
+        q1_intensity = 0.25  # noqa: F841
+        check_form("hello_q1")                      # declared in course_lib.questions.hello, by hand
+    finally:
+        InteractiveShell.clear_instance()
+    assert shown and shown[0].endswith(f"q1_intensity = 0.25. Rule (worked by hand): {predictions.RULE}."), shown
