@@ -17,6 +17,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from course_lib.question_ids import metadata, question_of
+
 from .release import REPO, RELEASE, SOURCE, assignments, ensure_tools_on_path, nbgrader_config
 
 COURSE_ID = "roofline"
@@ -168,8 +170,7 @@ def tree_hash(path: Path) -> str:
 # ---------------------------------------------------------------------------------------------
 # The structure of a source notebook: answer cells, their variables, their tests
 # ---------------------------------------------------------------------------------------------
-def _nbgrader(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+_nbgrader = metadata       # a cell's nbgrader metadata (course_lib.question_ids)
 
 
 def assigned_names(source: str) -> list[str]:
@@ -204,15 +205,6 @@ def used_names(source: str) -> set[str]:
     names |= {n.value for n in ast.walk(tree)
               if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier()}
     return names
-
-
-_QUESTION = re.compile(r"^(?P<prefix>.*?_q\d+)_")
-
-
-def question_of(grade_id: str) -> str | None:
-    """'wall_q3_answer' -> 'wall_q3'."""
-    m = _QUESTION.match(grade_id or "")
-    return m.group("prefix") if m else None
 
 
 @dataclass

@@ -37,6 +37,8 @@ from pathlib import Path
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 
+from course_lib.question_ids import cell_id, is_manually_graded, metadata
+
 from .course import HIDDEN_BEGIN, Course, default_jobs, hidden_test_lines, strip_hidden_tests
 from .release import ensure_tools_on_path
 from .sandbox import cap_outputs
@@ -90,7 +92,7 @@ class SafeFeedback(NbGraderPreprocessor):
         hidden_ids = set(meta.get("hidden_run_last", []))
         seen_hidden = False
         for cell in nb.cells:
-            gid = (cell.metadata.get("nbgrader") or {}).get("grade_id")
+            gid = cell_id(cell) or None
             if cell.cell_type != "code":
                 continue
             is_hidden = HIDDEN_BEGIN in cell.source or gid in hidden_ids
@@ -129,8 +131,8 @@ class SafeFeedback(NbGraderPreprocessor):
         total = 0.0
         with Gradebook(info["db_url"]) as gb:
             for cell in nb.cells:
-                m = cell.metadata.get("nbgrader") or {}
-                if not (m.get("grade") and (m.get("solution") or m.get("task"))):
+                m = metadata(cell)
+                if not is_manually_graded(cell):
                     continue
                 try:
                     g = gb.find_grade(m["grade_id"], info["notebook"], info["assignment"], info["student"])

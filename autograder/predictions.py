@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from course_lib import predictions as P
+from course_lib.question_ids import question_of, role_of
 
 MAX_RECORD_BYTES = 4 * 2**20          # a record is a few kB; a bigger file is not one
 CHANGED = "changed-after-reveal"
@@ -194,8 +195,8 @@ def prediction_questions(tests) -> dict[str, list]:
         if not t.hidden:
             continue
         for name, cell in t.sources.items():
-            if cell.endswith("_prediction"):
-                q = cell[: -len("_prediction")]
+            if role_of(cell) == "prediction":
+                q = question_of(cell)
                 if name not in out.setdefault(q, []):
                     out[q].append(name)
     return out
@@ -203,7 +204,7 @@ def prediction_questions(tests) -> dict[str, list]:
 
 def questions_of(tests) -> set[str]:
     """Every question id ("wall_q1") whose answer cells a notebook's TestCells read."""
-    return {cell.rsplit("_", 1)[0] for t in tests for cell in t.sources.values()}
+    return {question_of(cell) for t in tests for cell in t.sources.values()} - {None}
 
 
 def summarize(meta: dict) -> list[str]:

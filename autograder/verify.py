@@ -29,6 +29,8 @@ from pathlib import Path
 
 import nbformat
 
+from course_lib.question_ids import metadata
+
 from .course import HIDDEN_BEGIN, assigned_names
 
 #: a test cell that takes longer than this in the clean process has a problem of its own
@@ -96,8 +98,7 @@ def named_answers(source: str, answers) -> list[str]:
     return list(dict.fromkeys(n for _, _, n in sorted(found)))
 
 
-def _meta(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+_meta = metadata       # a cell's nbgrader metadata (course_lib.question_ids)
 
 
 def test_cells(source_nb: Path) -> list[TestCell]:

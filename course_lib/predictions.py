@@ -38,6 +38,8 @@ import os
 import uuid
 from pathlib import Path
 
+from .question_ids import label as _label      # 'wall_q2b' -> 'Q2B'
+
 __all__ = ["RECORD_FILE", "MIME", "NotCommitted", "commit", "reveal", "recording", "record_path",
            "load_record", "make_event", "event_hash", "check_events", "question_events", "history",
            "notebook_events", "same_value"]
@@ -262,8 +264,6 @@ def _show(text: str, question: str, events: list) -> None:
         display({"text/plain": text, MIME: payload}, raw=True)
 
 
-def _label(question: str) -> str:
-    return question.split("_", 1)[-1].upper() if "_" in question else question
 
 
 def commit(question: str, values: dict, reasoning: str | None = None) -> dict | None:

@@ -28,6 +28,7 @@ import pytest
 
 from autograder.sandbox import probe
 from course_lib import predictions
+from course_lib.question_ids import cell_id, is_solution
 
 REPO = Path(__file__).resolve().parent.parent
 A = "02_memory_wall"
@@ -46,9 +47,9 @@ WRONG_Q1 = ('q1_speedup = 989.4 / 312\n'
 
 def solution_answers() -> dict:
     nb = nbformat.read(REPO / "solutions" / A / f"{NB}.ipynb", as_version=4)
-    return {c.metadata["nbgrader"]["grade_id"]: "\n".join(
+    return {cell_id(c): "\n".join(
                 l for l in c.source.splitlines() if "### BEGIN SOLUTION" not in l and "### END SOLUTION" not in l)
-            for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"}
+            for c in nb.cells if is_solution(c) and c.cell_type == "code"}
 
 
 def run(*args, cwd=None, check=True):
@@ -61,7 +62,7 @@ def run(*args, cwd=None, check=True):
 
 
 def gid(cell) -> str:
-    return cell.metadata.get("nbgrader", {}).get("grade_id", "")
+    return cell_id(cell)
 
 
 class Student:
