@@ -15,6 +15,10 @@ Every rule reads the notebook only (nothing runs):
   argument is a string such as "hello_q3") name a question of the notebook, and the cell's own:
   a verify cell reveals its own question (one with a form check, which commits the prediction)
   and verifies only questions it revealed.
+
+`disagreeing_verifies(executed solution)` is the one rule that needs the notebook run (the slow
+tests run every solution): on the solution, which passes every hidden test, each verify() must
+say the answer holds.
 """
 from __future__ import annotations
 
@@ -190,6 +194,27 @@ def _question_arguments(nb) -> list[str]:
                 problems.append(f"{where} line {line}: {f}({q!r}) in a cell of question {own}")
         if (parse(gid) or (None, None, None))[2] == "verify" and own in committed and own not in revealed:
             problems.append(f"cell {gid}: a verify cell reveals its own question first: reveal({own!r})")
+    return problems
+
+
+VERIFY_HOLDS, VERIFY_DIFFERS = "Your prediction holds.", "Your prediction differs."   # course_lib.checks.verify
+
+
+def disagreeing_verifies(executed) -> list[str]:
+    """Verify cells of an executed solution notebook in which verify() calls the solution's
+    answer wrong, or that call verify() and print no verdict."""
+    problems = []
+    for c in executed.cells:
+        gid = cell_id(c)
+        if c.cell_type != "code" or (parse(gid) or (None, None, None))[2] != "verify":
+            continue
+        text = "".join(o.get("text", "") for o in c.get("outputs", []) if o.get("output_type") == "stream")
+        calls = sum(1 for f, _, _ in question_calls(c.source) if f == "verify")
+        if VERIFY_DIFFERS in text:
+            line = next(line for line in text.splitlines() if VERIFY_DIFFERS in line)
+            problems.append(f"cell {gid}: verify() disagrees with the hidden tests, which the solution passes: {line}")
+        elif calls and VERIFY_HOLDS not in text:
+            problems.append(f"cell {gid}: calls verify() but printed no verdict")
     return problems
 
 

@@ -17,7 +17,7 @@ import struct
 import textwrap
 import time
 
-from .engineering import fmt_bytes, fmt_flops, fmt_rate, fmt_sig, fmt_time
+from .formatting import fmt_bytes, fmt_flops, fmt_rate, fmt_sig, fmt_time
 from .errors import CourseError
 from .hardware import Hardware
 from .models import Models

@@ -17,7 +17,7 @@ import nbformat
 import pytest
 
 from autograder.cli import main
-from autograder.lint import lint_notebook, split_blocks
+from autograder.lint import disagreeing_verifies, lint_notebook, split_blocks
 from course_lib.question_ids import cell_id
 
 REPO = Path(__file__).resolve().parent.parent
@@ -124,6 +124,8 @@ def test_notebook_executes_cleanly(path, warm_matplotlib, tmp_path):
     assert not stderr, (f"{rel(path)}: nbgrader scores a test cell with stderr output 0, and "
                         "students read warnings as errors:\n" + "\n".join(stderr))
     assert elapsed <= MAX_SECONDS, f"{rel(path)} took {elapsed:.1f} s to run (limit {MAX_SECONDS} s)"
+    disagreements = disagreeing_verifies(nb)      # the solution passes its hidden tests: verify agrees
+    assert not disagreements, f"{rel(path)}:\n" + "\n".join(disagreements)
 
 
 # ---- 2. committed without outputs ----------------------------------------------------------

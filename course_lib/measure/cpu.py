@@ -32,8 +32,9 @@ from numpy.lib.stride_tricks import as_strided
 from . import kernels as K
 from .plateaus import find_levels
 from .result import KernelRun, MeasuredHardware, SweepPoint
+from ..formatting import fmt_binary_bytes
 from .system import (GiB, KiB, MiB, cache_level_of, cache_sizes, can_limit_blas_threads,
-                     choose_threads, cpu_name, cpu_quota, fmt_bytes, limit_blas_threads,
+                     choose_threads, cpu_name, cpu_quota, limit_blas_threads,
                      physical_memory, usable_cpus)
 from .timing import Timing, time_batched, time_stable
 
@@ -64,7 +65,7 @@ class Plan:
 
     def describe(self) -> str:
         return (f"{'quick' if self.quick else 'full'} mode: {self.repeats} timed repeats after 1 warm-up; "
-                f"sweep {fmt_bytes(self.min_size)}..{fmt_bytes(self.max_total / self.threads)} per thread, "
+                f"sweep {fmt_binary_bytes(self.min_size)}..{fmt_binary_bytes(self.max_total / self.threads)} per thread, "
                 f"{self.per_octave} size(s) per doubling")
 
 
@@ -249,7 +250,7 @@ def measure_sweep(plan: Plan, progress=None, deadline=None) -> list[SweepPoint]:
             points.append(SweepPoint(size, plan.threads, bw, plan.threads * per_thread / t.median,
                                      t.spread, how.method, passes, len(t.seconds)))
             if progress:
-                progress(f"  {fmt_bytes(size):>8s} per thread: {bw / 1e9:7.1f} GB/s")
+                progress(f"  {fmt_binary_bytes(size):>8s} per thread: {bw / 1e9:7.1f} GB/s")
     finally:
         team.close()
         buffers.clear()                   # free the arrays now, before the kernels allocate theirs
@@ -449,12 +450,12 @@ def measure_cpu(quick=None, threads=None, progress=None) -> MeasuredHardware:
     if dram.resolved:
         bandwidth = dram.bandwidth
         bw_src = (f"measured: the DRAM plateau of the sweep, median over its {dram.points} working sets "
-                  f"({fmt_bytes(dram.low)}..{fmt_bytes(dram.high)} per thread) of each one's fastest repeat")
+                  f"({fmt_binary_bytes(dram.low)}..{fmt_binary_bytes(dram.high)} per thread) of each one's fastest repeat")
     else:
         tail = bws[-2:]
         bandwidth = float(np.median(tail))
         bw_src = (f"measured: the bandwidth at the sweep's largest working sets "
-                  f"({fmt_bytes(sizes[-2])}, {fmt_bytes(sizes[-1])} per thread), since the DRAM "
+                  f"({fmt_binary_bytes(sizes[-2])}, {fmt_binary_bytes(sizes[-1])} per thread), since the DRAM "
                   f"plateau was not resolved ({dram.note}); if those still fit a cache, main memory is slower")
     bw_src += (f"; kernel acc += x (numpy, fp64, 24 bytes per element and pass), {threads} thread(s), "
                f"at least 3 timed calls ({plan.repeats} on a quiet machine) after a warm-up")
