@@ -262,7 +262,8 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--out", help="write this assignment's grades CSV here")
     g.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="parallel workers (default: CPU cores)")
     g.add_argument("--student", action="append", help="grade only this student (repeatable)")
-    g.add_argument("--force", action="store_true", help="regrade submissions that are up to date")
+    g.add_argument("--force", action="store_true",
+                   help="regrade submissions that are up to date, and rerun the solution's preflight")
     g.add_argument("--timeout", type=int, default=None,
                    help="seconds per cell (default: max(10 s, 20x the solution's time for that cell))")
     g.add_argument("--notebook-timeout", type=int, default=None,
