@@ -159,6 +159,21 @@ def test_release_is_up_to_date(generated_release):
     assert not problems, "the student release is out of date; run make release.\n" + "\n".join(problems)
 
 
+def test_the_shared_header_is_kept_once_and_released_in_every_lesson():
+    from autograder.release import HEADER_FILE, HEADER_MARK
+
+    header = (SOLUTIONS / HEADER_FILE).read_text().rstrip("\n")
+    first_line = header.splitlines()[0]
+    for path in SOURCES:
+        cells = nbformat.read(path, as_version=4).cells
+        marks = [i for i, c in enumerate(cells) if HEADER_MARK in c.source]
+        assert marks == [0], f"{rel(path)}: the header mark belongs in the first cell, once (found in {marks})"
+        assert not any(first_line in c.source for c in cells), f"{rel(path)} keeps its own copy of the header"
+    for path in COMMITTED_RELEASES:
+        first = nbformat.read(path, as_version=4).cells[0].source
+        assert header in first and HEADER_MARK not in first, f"{rel(path)}: the header is not in its first cell"
+
+
 # ---- 4. the release gives nothing away -----------------------------------------------------
 @pytest.mark.parametrize("path", SOURCES, ids=IDS)
 def test_release_has_no_solutions_or_hidden_tests(path, generated_release):
