@@ -19,7 +19,8 @@ from pathlib import Path
 
 from course_lib.question_ids import metadata, question_of
 
-from .release import REPO, RELEASE, SOURCE, assignments, ensure_tools_on_path, nbgrader_config
+from .release import (HEADER_FILE, REPO, RELEASE, SOURCE, assignments, ensure_tools_on_path, insert_header,
+                      nbgrader_config)
 
 COURSE_ID = "roofline"
 HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
@@ -120,6 +121,10 @@ def ensure_assignment(course: Course, assignment: str, release: Path | None = No
         if not result["success"]:
             raise RuntimeError(f"nbgrader generate_assignment {assignment} failed:\n"
                                f"{result.get('log', '')}\n{result.get('error', '')}")
+        if release:          # the student version exactly as released: the shared header in place
+            header = course.source / HEADER_FILE
+            for nb in (Path(release) / assignment).glob("*.ipynb"):
+                insert_header(nb, header.read_text() if header.is_file() else None)
 
 
 def template_gradebook(course: Course, dest: Path) -> Path:

@@ -356,3 +356,15 @@ def test_release_writes_notebooks_and_the_exchange(course, tmp_path):
 def test_unknown_assignment_is_a_clear_error(course):
     with pytest.raises(SystemExit, match="unknown assignment 'nope'"):
         main(["grade", "nope", "--source", str(course.source)])
+
+
+def test_the_release_grading_compares_with_is_the_one_students_have(tmp_path):
+    """Grading regenerates the release (autograder.course.ensure_assignment): with the shared
+    header in place, it is the committed student notebook, cell for cell."""
+    from autograder.course import ensure_assignment
+
+    a = sorted(p.parent.name for p in (REPO / "notebooks").glob("*/*.ipynb"))[0]
+    ensure_assignment(Course(root=tmp_path / "c"), a, release=tmp_path / "release")
+    for committed in sorted((REPO / "notebooks" / a).glob("*.ipynb")):
+        regenerated = nbformat.read(str(tmp_path / "release" / a / committed.name), as_version=4)
+        assert regenerated == nbformat.read(str(committed), as_version=4), committed.name
