@@ -7,8 +7,9 @@ Every rule reads the notebook only (nothing runs):
 * grade ids: unique, lower_snake_case with one prefix per notebook; a question's cells follow
   the grammar of course_lib.question_ids (<prefix>_<question>_<role>);
 * test cells: locked, with points, a visible `_form` test or a hidden `_correct` one, paired per
-  question; a hidden test computes its truth with course_lib inside its hidden block; a form test
-  is fully visible and starts with a comment; at least MIN_CORRECT_TESTS hidden tests;
+  question; a hidden test computes its truth with course_lib inside its hidden block and reads
+  no name but the answers (it is re-run from them alone); a form test is fully visible and
+  starts with a comment; at least MIN_CORRECT_TESTS hidden tests;
 * answer cells have a solution block; at least one written reflection is graded by hand;
 * the points a heading announces for a question are the points its graded cells carry;
 * question ids passed to check_form / check_answer / reveal / verify (any call whose first
@@ -53,7 +54,7 @@ def split_blocks(source: str) -> tuple[list[str], list[str]]:
 def lint_notebook(nb, where: str = "notebook", min_correct: int = MIN_CORRECT_TESTS) -> list[str]:
     """Every problem of one source notebook, one line each (none: [])."""
     return [f"{where}: {p}" for p in _ids(nb) + _tests(nb, min_correct) + _answers(nb) + _points(nb)
-            + _question_arguments(nb)]
+            + _question_arguments(nb) + _hidden_test_inputs(nb, where)]
 
 
 def _ids(nb) -> list[str]:
@@ -111,6 +112,16 @@ def _tests(nb, min_correct: int) -> list[str]:
         if not src.lstrip().startswith("#"):
             problems.append(f"{g} must start with a comment saying what it checks")
     return problems
+
+
+def _hidden_test_inputs(nb, where: str) -> list[str]:
+    """A hidden test is re-run from the recorded answers alone (autograder.verify): it may read
+    nothing else that the notebook defines (grading refuses it in the preflight)."""
+    from .verify import test_cells
+
+    return [f"{t.grade_id} reads {', '.join(t.unknown)}, which no answer cell before it assigns: a hidden "
+            "test imports or computes everything but the answers itself"
+            for t in test_cells(Path(where), nb) if t.hidden and t.unknown]
 
 
 def _answers(nb) -> list[str]:

@@ -101,10 +101,10 @@ def named_answers(source: str, answers) -> list[str]:
 _meta = metadata       # a cell's nbgrader metadata (course_lib.question_ids)
 
 
-def test_cells(source_nb: Path) -> list[TestCell]:
-    """The autograded test cells of a source notebook, each with the answer cell every name it
-    reads comes from."""
-    nb = nbformat.read(str(source_nb), as_version=4)
+def test_cells(source_nb: Path, nb=None) -> list[TestCell]:
+    """The autograded test cells of a source notebook (read from `source_nb` unless `nb` is
+    given), each with the answer cell every name it reads comes from."""
+    nb = nb if nb is not None else nbformat.read(str(source_nb), as_version=4)
     assigned_by: dict[str, str] = {}        # name -> the last answer cell so far that assigns it
     out = []
     for cell in nb.cells:
@@ -117,7 +117,7 @@ def test_cells(source_nb: Path) -> list[TestCell]:
         elif m.get("grade") and not m.get("solution"):
             free = free_names(cell.source)
             names = free + [n for n in named_answers(cell.source, assigned_by) if n not in free]
-            out.append(TestCell(source_nb.stem, m["grade_id"], cell.source, float(m.get("points", 0)),
+            out.append(TestCell(Path(source_nb).stem, m["grade_id"], cell.source, float(m.get("points", 0)),
                                 HIDDEN_BEGIN in cell.source, names,
                                 {n: assigned_by[n] for n in names if n in assigned_by},
                                 [n for n in free if n not in assigned_by]))

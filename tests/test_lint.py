@@ -149,3 +149,9 @@ def test_a_verify_that_calls_the_solution_wrong_is_named(wall):
         f"cell {g}" for g in cells if g.endswith("_verify") and g not in ("wall_q1_verify", "wall_q2_verify")
         and "verify(" in cells[g].source], problems
     assert "Your prediction differs. Time = bytes / bandwidth." in problems[0]
+
+
+def test_a_hidden_test_reading_more_than_the_answers_is_named(wall):
+    nb = broken(wall, "wall_q1_correct", "### BEGIN HIDDEN TESTS\n", "### BEGIN HIDDEN TESTS\n_ = helper_truth\n")
+    problems = lint_notebook(nb, "wall")
+    assert len(problems) == 1 and "wall_q1_correct reads helper_truth" in problems[0], problems
