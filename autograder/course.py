@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from course_lib.question_ids import metadata, question_of
+from course_lib.question_ids import metadata, question_of, role_of
 
 from .release import (HEADER_FILE, REPO, RELEASE, SOURCE, assignments, ensure_tools_on_path, insert_header,
                       nbgrader_config)
@@ -224,7 +224,7 @@ class AnswerCell:
 
     @property
     def kind(self) -> str:
-        return self.grade_id.rsplit("_", 1)[-1]   # prediction / answer
+        return role_of(self.grade_id)   # prediction / answer
 
 
 def answer_cells(notebook_path: Path) -> list[AnswerCell]:

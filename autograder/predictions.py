@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from course_lib import predictions as P
-from course_lib.question_ids import question_of, role_of
+from course_lib.question_ids import label as _label, question_of, role_of
 
 MAX_RECORD_BYTES = 4 * 2**20          # a record is a few kB; a bigger file is not one
 CHANGED = "changed-after-reveal"
@@ -141,10 +141,6 @@ class Decision:
 
     def to_json(self) -> dict:
         return asdict(self)
-
-
-def _label(question: str) -> str:
-    return question.split("_", 1)[-1].upper()
 
 
 def decide(record: Record, question: str, names: list, final_entries: dict) -> Decision:

@@ -259,7 +259,7 @@ def misconceptions(course: Course, assignment: str, truth_record: dict | None = 
 
 def _decision(meta: dict, cell):
     """The prediction rule the grader applied to this answer cell's question (or None)."""
-    if not cell.grade_id.endswith("_prediction"):
+    if cell.kind != "prediction":
         return None
     return (((meta.get("predictions") or {}).get("questions") or {}).get(cell.question))
 

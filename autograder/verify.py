@@ -29,7 +29,7 @@ from pathlib import Path
 
 import nbformat
 
-from course_lib.question_ids import metadata
+from course_lib.question_ids import metadata, question_of, role_of
 
 from .course import HIDDEN_BEGIN, assigned_names
 
@@ -171,7 +171,7 @@ def grading_values(test: TestCell, answers: dict, nb=None) -> dict[str, dict]:
     if test.hidden and decisions:
         for name in test.names:
             cell = test.sources.get(name) or ""
-            d = decisions.get(cell[: -len("_prediction")]) if cell.endswith("_prediction") else None
+            d = decisions.get(question_of(cell)) if role_of(cell) == "prediction" else None
             if not d:
                 continue
             if d["rule"] == "changed-after-reveal":
