@@ -1,11 +1,12 @@
-# The two set-up commands of the README: `make lab` opens the course, `make test` runs the tests.
-# Both create .venv from nothing when it is missing.
+# The set-up commands of the README: `make lab` opens the course, `make test` runs the fast tests
+# (seconds), `make test-all` all of them (grading, deployment, hub and browser tests; CI runs it).
+# All create .venv from nothing when it is missing. The tiers are assigned in conftest.py.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test venv release bench clean student-repo
+.PHONY: lab test test-all venv release bench clean student-repo
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -15,8 +16,14 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# pytest-xdist: -n auto is one worker per core; --dist loadfile keeps a file's module fixtures in
+# one worker. The hub and browser tests (marker `serial`) run alone after the parallel pass.
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m "not slow" -n auto --dist loadfile
+
+test-all: $(STAMP)
+	$(BIN)/python -m pytest -m "not serial" -n auto --dist loadfile
+	$(BIN)/python -m pytest -m serial
 
 # Jupyter refuses to run as root unless told; containers often are root.
 ROOTFLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)

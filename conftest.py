@@ -1,5 +1,58 @@
-"""pytest: tests never write a prediction record into the repository."""
+"""pytest: the two test tiers, and no prediction record written into the repository.
+
+`make test` runs the fast tier (`-m "not slow"`): the library, the checks, the lessons' logic,
+the structure lint and the docs. `make test-all` runs everything. A test is fast unless it is
+named here: SLOW_FILES (whole files) or SLOW_TESTS (single tests of a fast file) give it the
+`slow` marker, and the `hub` and `browser` markers add `serial` too (they share a prefix in
+/var/tmp and the machine's cores, so `make test-all` runs them after the parallel pass).
+"""
+from pathlib import Path
+
 import pytest
+
+TESTS = Path(__file__).resolve().parent / "tests"
+
+#: whole files of the slow tier, and why
+SLOW_FILES = {
+    "test_autograder_class.py": "grades a synthetic class end to end",
+    "test_autograder_trust.py": "grades tampered submissions end to end",
+    "test_autograder_units.py": "grades the tiny course end to end",
+    "test_grading_roundtrip.py": "grades every lesson with nbgrader",
+    "test_prediction_grading.py": "grades through the nbgrader exchange",
+    "test_deploy.py": "builds virtual environments and the student repository",
+    "test_hub.py": "runs a JupyterHub",
+    "test_browser.py": "drives JupyterLab in chromium",
+}
+#: single tests of otherwise fast files: file -> test function names
+SLOW_TESTS = {
+    "test_notebooks.py": {"test_notebook_executes_cleanly"},
+}
+SERIAL_MARKERS = ("hub", "browser")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: the slow tier, run by `make test-all` only (assigned in conftest.py)")
+    config.addinivalue_line("markers", "serial: run after the parallel pass of `make test-all`, alone")
+    stale = sorted(f for f in (*SLOW_FILES, *SLOW_TESTS) if not (TESTS / f).is_file())
+    if stale:
+        raise pytest.UsageError(f"conftest.py names test files that do not exist: {', '.join(stale)}")
+
+
+def pytest_collection_modifyitems(config, items):
+    modules = {}
+    for item in items:
+        name = item.path.name
+        func = getattr(item, "originalname", None) or item.name
+        modules.setdefault(name, getattr(item, "module", None))
+        if name in SLOW_FILES or func in SLOW_TESTS.get(name, ()):
+            item.add_marker(pytest.mark.slow)
+        if any(item.get_closest_marker(m) for m in SERIAL_MARKERS):
+            item.add_marker(pytest.mark.slow)
+            item.add_marker(pytest.mark.serial)
+    stale = sorted(f"{f}::{t}" for f, ts in SLOW_TESTS.items() if modules.get(f) for t in ts
+                   if not hasattr(modules[f], t))
+    if stale:
+        raise pytest.UsageError(f"conftest.py's SLOW_TESTS names tests that do not exist: {', '.join(stale)}")
 
 
 @pytest.fixture(autouse=True)

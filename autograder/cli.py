@@ -1,5 +1,5 @@
 """python -m autograder release | collect | grade | manual | feedback | release-feedback | export |
-report | publish | variants
+report | publish | variants | lint
 
 The course directory (nbgrader_config.py, solutions/, notebooks/, and the grading data: submitted/,
 autograded/, feedback/, gradebook.db, reports/) is --course-dir, or $AUTOGRADER_ROOT, or the
@@ -116,6 +116,16 @@ def cmd_manual(args) -> int:
     return 0
 
 
+def cmd_lint(args) -> int:
+    from .lint import lint
+
+    source = Path(args.source) if args.source else locate_course(args.course_dir).source
+    problems = lint(source, args.assignment or None)
+    for p in problems:
+        print(p)
+    return 1 if problems else 0
+
+
 def cmd_grade(args) -> int:
     from .grade import GradingRefused, grade, write_grades_csv
 
@@ -138,7 +148,9 @@ def cmd_grade(args) -> int:
     if s.preflight_seconds:
         limit = (f"per-cell time limits from the solution's times (max({10} s, 20x)), e.g. up to "
                  f"{max(s.cell_timeouts.values())} s" if s.cell_timeouts else f"{args.timeout} s per cell (--timeout)")
-        print(f"  preflight: the solution earned every autograded point in {s.preflight_seconds:.1f} s; {limit}")
+        print(f"  preflight: the solution earned every autograded point in {s.preflight_seconds:.1f} s"
+              + (" (the last run's: same sources, course_lib and limits; --force reruns it)" if s.preflight_reused
+                 else "") + f"; {limit}")
     for student, why in sorted(s.stopped.items()):
         for nb, reason in why.items():
             print(f"  stopped early: {student} {nb}: {reason}")
@@ -297,7 +309,8 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--out", help="write this assignment's grades CSV here")
     g.add_argument("-j", "--jobs", type=int, default=default_jobs(), help="parallel workers (default: CPU cores)")
     g.add_argument("--student", action="append", help="grade only this student (repeatable)")
-    g.add_argument("--force", action="store_true", help="regrade submissions that are up to date")
+    g.add_argument("--force", action="store_true",
+                   help="regrade submissions that are up to date, and rerun the solution's preflight")
     g.add_argument("--timeout", type=int, default=None,
                    help="seconds per cell (default: max(10 s, 20x the solution's time for that cell))")
     g.add_argument("--notebook-timeout", type=int, default=None,
@@ -352,6 +365,10 @@ def parser() -> argparse.ArgumentParser:
     e.add_argument("--out", help="default: <root>/grades.csv")
     e.add_argument("--with-max", action="store_true", help="add a last row with the maximum scores")
     e.set_defaults(func=cmd_export)
+
+    ln = sub.add_parser("lint", parents=[common], help="check the structure grading relies on in the source notebooks")
+    ln.add_argument("assignment", nargs="*", help="default: every assignment")
+    ln.set_defaults(func=cmd_lint)
 
     m = sub.add_parser("report", parents=[common], help="misconception report and score distribution")
     m.add_argument("assignment")

@@ -17,7 +17,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .release import REPO, RELEASE, SOURCE, assignments, ensure_tools_on_path, nbgrader_config
+from course_lib.question_ids import metadata, question_of, role_of
+
+from .release import (HEADER_FILE, REPO, RELEASE, SOURCE, assignments, ensure_tools_on_path, insert_header,
+                      nbgrader_config)
 
 COURSE_ID = "roofline"
 HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
@@ -118,6 +121,10 @@ def ensure_assignment(course: Course, assignment: str, release: Path | None = No
         if not result["success"]:
             raise RuntimeError(f"nbgrader generate_assignment {assignment} failed:\n"
                                f"{result.get('log', '')}\n{result.get('error', '')}")
+        if release:          # the student version exactly as released: the shared header in place
+            header = course.source / HEADER_FILE
+            for nb in (Path(release) / assignment).glob("*.ipynb"):
+                insert_header(nb, header.read_text() if header.is_file() else None)
 
 
 def template_gradebook(course: Course, dest: Path) -> Path:
@@ -168,8 +175,7 @@ def tree_hash(path: Path) -> str:
 # ---------------------------------------------------------------------------------------------
 # The structure of a source notebook: answer cells, their variables, their tests
 # ---------------------------------------------------------------------------------------------
-def _nbgrader(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+_nbgrader = metadata       # a cell's nbgrader metadata (course_lib.question_ids)
 
 
 def assigned_names(source: str) -> list[str]:
@@ -212,15 +218,6 @@ def used_names(source: str) -> set[str]:
     return names
 
 
-_QUESTION = re.compile(r"^(?P<prefix>.*?_q\d+)_")
-
-
-def question_of(grade_id: str) -> str | None:
-    """'wall_q3_answer' -> 'wall_q3'."""
-    m = _QUESTION.match(grade_id or "")
-    return m.group("prefix") if m else None
-
-
 @dataclass
 class AnswerCell:
     notebook: str
@@ -233,7 +230,7 @@ class AnswerCell:
 
     @property
     def kind(self) -> str:
-        return self.grade_id.rsplit("_", 1)[-1]   # prediction / answer
+        return role_of(self.grade_id)   # prediction / answer
 
 
 def answer_cells(notebook_path: Path) -> list[AnswerCell]:

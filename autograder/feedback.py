@@ -39,6 +39,8 @@ from nbconvert.exporters import HTMLExporter
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import default
 
+from course_lib.question_ids import cell_id, is_manually_graded, metadata
+
 from .course import HIDDEN_BEGIN, Course, default_jobs, hidden_test_lines, strip_hidden_tests
 from .release import ensure_tools_on_path
 from .sandbox import cap_outputs
@@ -164,8 +166,8 @@ class SafeFeedback(NbGraderPreprocessor):
         total = 0.0
         with Gradebook(info["db_url"]) as gb:
             for cell in nb.cells:
-                m = cell.metadata.get("nbgrader") or {}
-                if not (m.get("grade") and (m.get("solution") or m.get("task"))):
+                m = metadata(cell)
+                if not is_manually_graded(cell):
                     continue
                 try:
                     g = gb.find_grade(m["grade_id"], info["notebook"], info["assignment"], info["student"])

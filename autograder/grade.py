@@ -44,6 +44,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from course_lib.question_ids import cell_id, is_graded, is_solution
+
 from . import __version__
 from .course import Course, default_jobs, ensure_assignment, replace_dir, source_extras, template_gradebook, tree_hash
 from .release import ensure_tools_on_path, nbgrader_config
@@ -200,7 +202,7 @@ def _apply_clean_verdicts(root: Path, a: str, student: str, dest: Path, job: dic
             nb = notebooks.get(nb_name)
             if nb is None:
                 continue
-            by_gid = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nb.cells}
+            by_gid = {cell_id(c) or None: c for c in nb.cells}
             mine = {}
             for t in cells:
                 key = f"{nb_name}/{t.grade_id}"
@@ -486,6 +488,7 @@ class GradeSummary:
     flags: dict = field(default_factory=dict)      # student -> [kernel and clean verdicts disagree]
     preflight_seconds: float = 0.0
     cell_timeouts: dict = field(default_factory=dict)
+    preflight_reused: bool = False                 # the last run's preflight matched (no --force)
 
 
 class Progress:
@@ -606,6 +609,18 @@ def preflight_key(course: Course, assignment: str, sandbox: bool, packages) -> s
     return h.hexdigest()
 
 
+def saved_preflight(course: Course, assignment: str, sandbox: bool, packages, limits: dict) -> dict | None:
+    """The last preflight's record when it still holds: the same solution, grader version, sandbox
+    state, course_lib and preflight limits (preflight_key); None otherwise."""
+    try:
+        record = json.loads((course.state / assignment / "_preflight.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if record.get("key") != preflight_key(course, assignment, sandbox, packages) or record.get("limits") != limits:
+        return None
+    return record
+
+
 def run_preflight(course: Course, assignment: str, run: Path, plan: dict, job_base: dict, sandbox: bool,
                   packages) -> dict:
     """Grade the instructor's solution exactly as a submission; raise GradingRefused unless it
@@ -654,7 +669,8 @@ def run_preflight(course: Course, assignment: str, run: Path, plan: dict, job_ba
         cause = _preflight_cause(res, packages, sandbox)
         raise GradingRefused(f"{assignment}: the instructor's solution does not earn every autograded point, so no "
                              f"student was graded{': ' + cause if cause else ''}\n  " + "\n  ".join(lost))
-    record = {"key": preflight_key(course, assignment, sandbox, packages), "seconds": round(time.monotonic() - t0, 2),
+    record = {"key": preflight_key(course, assignment, sandbox, packages), "limits": job_base["limits"],
+              "seconds": round(time.monotonic() - t0, 2),
               "notebooks": {nb: {"answers": res["answers"].get(nb, {}), "timings": res["timings"].get(nb, {}),
                                  "verdicts": res["verdicts"].get(nb, {}),
                                  "scores": {g: [v["auto_score"], v["max_score"]] for g, v in d["grades"].items()}}
@@ -669,8 +685,7 @@ def _manual_cells(course: Course, assignment: str, nb: str) -> set:
     import nbformat
 
     book = nbformat.read(str(course.source / assignment / f"{nb}.ipynb"), as_version=4)
-    return {c.metadata["nbgrader"]["grade_id"] for c in book.cells
-            if c.metadata.get("nbgrader", {}).get("grade") and c.metadata["nbgrader"].get("solution")}
+    return {cell_id(c) for c in book.cells if is_graded(c) and is_solution(c)}
 
 
 def _preflight_cause(res: dict, packages, sandbox: bool) -> str:
@@ -740,10 +755,13 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
         pre_limits = Limits(**{**asdict(limits), "cell_timeout": limits.cell_timeout or PREFLIGHT_CELL_TIMEOUT,
                                "notebook_timeout": limits.notebook_timeout or 900})
         job_base = _job_base(course, assignment, run.path, plan, pre_limits, sandbox, packages, release)
-        try:
-            record = run_preflight(course, assignment, run.path, plan, job_base, sandbox, packages)
-        finally:
-            verify.close_verifiers()      # the workers start their own
+        record = None if force else saved_preflight(course, assignment, sandbox, packages, job_base["limits"])
+        summary.preflight_reused = record is not None
+        if record is None:
+            try:
+                record = run_preflight(course, assignment, run.path, plan, job_base, sandbox, packages)
+            finally:
+                verify.close_verifiers()      # the workers start their own
         summary.preflight_seconds = record["seconds"]
         per_cell, other, nb_limit = derived_timeouts({nb: d["timings"] for nb, d in record["notebooks"].items()})
         eff = Limits(**{**asdict(limits), "cell_timeout": limits.cell_timeout or other,

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import nbformat
 
+from course_lib.question_ids import cell_id, is_manually_graded, points
+
 from .course import Course
 
 FIELDS = ["student_id", "notebook", "grade_id", "max_points", "points", "comment", "answer"]
@@ -41,10 +43,7 @@ def manual_cells(course: Course, assignment: str) -> dict[str, dict[str, float]]
     out = {}
     for nb in course.notebooks(assignment):
         book = nbformat.read(str(course.source / assignment / f"{nb}.ipynb"), as_version=4)
-        out[nb] = {c.metadata["nbgrader"]["grade_id"]: float(c.metadata["nbgrader"].get("points", 0))
-                   for c in book.cells
-                   if c.metadata.get("nbgrader", {}).get("grade")
-                   and (c.metadata["nbgrader"].get("solution") or c.metadata["nbgrader"].get("task"))}
+        out[nb] = {cell_id(c): points(c) for c in book.cells if is_manually_graded(c)}
     return out
 
 
@@ -53,7 +52,7 @@ def _answer_text(course: Course, assignment: str, student: str, nb: str, grade_i
     if not path.is_file():
         return ""
     for c in nbformat.read(str(path), as_version=4).cells:
-        if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id:
+        if cell_id(c) == grade_id:
             return c.source
     return ""
 

@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from course_lib import predictions as P
+from course_lib.question_ids import label as _label, question_of, role_of
 
 MAX_RECORD_BYTES = 4 * 2**20          # a record is a few kB; a bigger file is not one
 CHANGED = "changed-after-reveal"
@@ -190,10 +191,6 @@ class Decision:
         return asdict(self)
 
 
-def _label(question: str) -> str:
-    return question.split("_", 1)[-1].upper()
-
-
 def decide(record: Record, question: str, names: list, final_entries: dict, no_record: str = "final") -> Decision:
     """The rule for one graded question, given the final answers' record entries
     ({name: {"value": ...} | {"error": ...} | {"missing": True}}) and the policy for a
@@ -295,7 +292,7 @@ def prediction_questions(tests) -> dict[str, list]:
 
 def questions_of(tests) -> set[str]:
     """Every question id ("wall_q1") whose answer cells a notebook's TestCells read."""
-    return {cell.rsplit("_", 1)[0] for t in tests for cell in t.sources.values()}
+    return {question_of(cell) for t in tests for cell in t.sources.values()} - {None}
 
 
 def summarize(meta: dict) -> list[str]:

@@ -3,6 +3,10 @@
 `generate(dest)` runs nbgrader's generate_assignment in a throw-away course directory (so no
 gradebook is left behind) and writes `dest/<assignment>/<notebook>.ipynb`. The committed
 notebooks/ folder is exactly what `generate` produces; a test checks it.
+
+The header every lesson shares ("Running this notebook") is kept once, in
+solutions/running_this_notebook.md; a source notebook names it with the line HEADER_MARK,
+which the release replaces with the file's text.
 """
 from __future__ import annotations
 
@@ -16,6 +20,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 SOURCE = REPO / "solutions"
 RELEASE = REPO / "notebooks"
+HEADER_FILE = "running_this_notebook.md"
+HEADER_MARK = f"<!-- {HEADER_FILE}: the header all lessons share, put here by make release -->"
 
 
 def assignments(source: Path = SOURCE) -> list[str]:
@@ -102,6 +108,9 @@ def generate(dest: Path = RELEASE, only: list[str] | None = None, source: Path =
         # a prediction record left by running a notebook in the checkout is nobody's to hand out
         shutil.copytree(source, root / "source", ignore=shutil.ignore_patterns(".ipynb_checkpoints",
                                                                                ".predictions.jsonl"))
+        header = source / HEADER_FILE
+        for nb in (root / "source").glob("*/*.ipynb"):
+            insert_header(nb, header.read_text() if header.is_file() else None)
         api = NbGraderAPI(config=nbgrader_config(root))
         for a in only or assignments(source):
             result = api.generate_assignment(a, force=True, create=True)
@@ -113,6 +122,22 @@ def generate(dest: Path = RELEASE, only: list[str] | None = None, source: Path =
             shutil.copytree(root / "release" / a, out)
             written += sorted(out.glob("*.ipynb"))
     return written
+
+
+def insert_header(path: Path, header: str | None) -> None:
+    """Replace the HEADER_MARK line of the notebook's markdown cells with `header` (in place);
+    a notebook without the mark is left alone, one with it but no header file is an error."""
+    import nbformat
+
+    nb = nbformat.read(str(path), as_version=4)
+    marked = [c for c in nb.cells if c.cell_type == "markdown" and HEADER_MARK in c.source]
+    if not marked:
+        return
+    if header is None:
+        raise FileNotFoundError(f"{path.name} asks for the shared header, but {HEADER_FILE} is not in the sources")
+    for c in marked:
+        c.source = c.source.replace(HEADER_MARK, header.rstrip("\n"))
+    nbformat.write(nb, str(path))
 
 
 def release_to_exchange(names: list[str], exchange: Path, release: Path = RELEASE, course_id: str = "roofline",

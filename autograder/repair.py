@@ -17,6 +17,8 @@ import copy
 
 import nbformat
 
+from course_lib.question_ids import metadata
+
 from .course import assigned_names
 
 BOM = b"\xef\xbb\xbf"
@@ -32,8 +34,7 @@ def strip_bom(data: bytes) -> tuple[bytes, bool]:
     return data, False
 
 
-def _meta(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader") or {}
+_meta = metadata       # a cell's nbgrader metadata (course_lib.question_ids)
 
 
 def _norm(source: str) -> str:

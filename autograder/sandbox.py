@@ -55,6 +55,8 @@ from traitlets import Bool, Integer, Unicode, default
 
 from nbgrader.preprocessors import Execute
 
+from course_lib.question_ids import cell_id, is_graded
+
 log = logging.getLogger("autograder")
 
 SANDBOX_HOME = "/home/student"
@@ -745,7 +747,7 @@ def cap_outputs(cell, limit: int = MAX_OUTPUT_CHARS) -> None:
 
 
 def _grade_id(cell) -> str | None:
-    return (cell.get("metadata", {}).get("nbgrader") or {}).get("grade_id")
+    return cell_id(cell) or None
 
 
 class SandboxedExecute(Execute):
@@ -867,7 +869,7 @@ class SandboxedExecute(Execute):
 
     def _strip_grade_cell_warnings(self):
         for cell in self.nb.cells:
-            if cell.cell_type != "code" or not cell.metadata.get("nbgrader", {}).get("grade"):
+            if cell.cell_type != "code" or not is_graded(cell):
                 continue
             kept = []
             for out in cell.get("outputs", []):

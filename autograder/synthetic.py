@@ -23,7 +23,9 @@ from pathlib import Path
 
 import nbformat
 
-from .course import HIDDEN_BEGIN, question_of
+from course_lib.question_ids import metadata, question_of
+
+from .course import HIDDEN_BEGIN
 from .release import REPO, SOURCE
 
 ANSWERS = REPO / "tests" / "answers"
@@ -48,8 +50,7 @@ def solution_source(source: str) -> str:
                      if l.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
 
 
-def _meta(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+_meta = metadata       # a cell's nbgrader metadata (course_lib.question_ids)
 
 
 @dataclass

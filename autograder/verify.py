@@ -30,6 +30,8 @@ from pathlib import Path
 
 import nbformat
 
+from course_lib.question_ids import metadata, question_of, role_of
+
 from .course import HIDDEN_BEGIN, assigned_names
 
 #: a test cell that takes longer than this in the clean process has a problem of its own
@@ -114,14 +116,13 @@ def _declared_variables(qid: str) -> list[str]:
         return []
 
 
-def _meta(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {}) or {}
+_meta = metadata       # a cell's nbgrader metadata (course_lib.question_ids)
 
 
-def test_cells(source_nb: Path) -> list[TestCell]:
-    """The autograded test cells of a source notebook, each with the answer cell every name it
-    reads comes from."""
-    nb = nbformat.read(str(source_nb), as_version=4)
+def test_cells(source_nb: Path, nb=None) -> list[TestCell]:
+    """The autograded test cells of a source notebook (read from `source_nb` unless `nb` is
+    given), each with the answer cell every name it reads comes from."""
+    nb = nb if nb is not None else nbformat.read(str(source_nb), as_version=4)
     assigned_by: dict[str, str] = {}        # name -> the last answer cell so far that assigns it
     out = []
     for cell in nb.cells:
@@ -134,7 +135,7 @@ def test_cells(source_nb: Path) -> list[TestCell]:
         elif m.get("grade") and not m.get("solution"):
             free = free_names(cell.source)
             names = free + [n for n in named_answers(cell.source, assigned_by) if n not in free]
-            out.append(TestCell(source_nb.stem, m["grade_id"], cell.source, float(m.get("points", 0)),
+            out.append(TestCell(Path(source_nb).stem, m["grade_id"], cell.source, float(m.get("points", 0)),
                                 HIDDEN_BEGIN in cell.source, names,
                                 {n: assigned_by[n] for n in names if n in assigned_by},
                                 [n for n in free if n not in assigned_by]))

@@ -17,7 +17,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from .engineering import fmt_per_second, fmt_sig
+from .formatting import fmt_per_second, fmt_sig
 
 MAX_POINTS_IN_ALT = 6        # longer series are summarized in the alt text; the table has all
 
@@ -220,7 +220,7 @@ def hierarchical_text(ax, hw, prec: str, runs) -> tuple[str, list[Table]]:
 
 def sweep_text(ax, hw) -> tuple[str, list[Table]]:
     """The bandwidth sweep: its sizes and bandwidths, the plateaus found, the caches' sizes."""
-    from .measure.system import fmt_bytes
+    from .formatting import fmt_binary_bytes as fmt_bytes
 
     out = [f"{ax.get_title() or 'Bandwidth sweep'}: bandwidth of all threads against the working "
            f"set per thread, log scale."]

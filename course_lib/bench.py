@@ -12,6 +12,8 @@ import subprocess
 import sys
 import time
 
+from .formatting import fmt_time
+
 
 def _median_time(fn, repeat=7, number=200):
     runs = []
@@ -68,13 +70,9 @@ def main():
 
     print(f"{'what':58s} {'median':>12s} {'target':>10s}")
     for what, t, target in rows:
-        tgt = "" if target is None else _fmt(target)
+        tgt = "" if target is None else fmt_time(target)
         flag = "" if target is None else ("  ok" if t <= target else "  OVER")
-        print(f"{what:58s} {_fmt(t):>12s} {tgt:>10s}{flag}")
-
-
-def _fmt(t):
-    return f"{t * 1e6:.1f} µs" if t < 1e-3 else (f"{t * 1e3:.2f} ms" if t < 1 else f"{t:.2f} s")
+        print(f"{what:58s} {fmt_time(t):>12s} {tgt:>10s}{flag}")
 
 
 if __name__ == "__main__":

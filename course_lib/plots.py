@@ -23,7 +23,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .alt_text import describe_axes, roofline_text
-from .engineering import fmt_per_second, fmt_sig
+from .formatting import fmt_per_second, fmt_sig
 from .precision import INTEGER_PRECISIONS, normalize
 
 MARKER_SIZE = 6.5          # points: a marker's size when nothing sits on it

@@ -44,6 +44,8 @@ import json
 import uuid
 from pathlib import Path
 
+from .question_ids import label as _label      # 'wall_q2b' -> 'Q2B'
+
 __all__ = ["RECORD_FILE", "MIME", "NotCommitted", "commit", "reveal", "record_path", "load_record",
            "make_event", "event_hash", "check_events", "question_events", "history", "graded",
            "committed_before", "notebook_events", "same_value", "show_values", "show_value", "clock", "RULE"]
@@ -320,8 +322,6 @@ def _show(text: str, question: str, events: list) -> None:
         display({"text/plain": text, MIME: payload}, raw=True)
 
 
-def _label(question: str) -> str:
-    return question.split("_", 1)[-1].upper() if "_" in question else question
 
 
 def commit(question: str, values: dict, reasoning: str | None = None) -> dict | None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import sensitivity
+from .formatting import fmt_time
 from .models.layers import experts_touched
 from .units import Q_
 from .workloads import Knobs, check_batch, precisions, resolve
@@ -232,9 +233,9 @@ class Performance:
             f"{self.flops_si / self.bytes_si:.4g} FLOP/byte (ridge {self.ridge_point.m:.4g})",
             self._compute_line(),
             f"  t_memory  = {self.bytes_si:.4g} / {self.bandwidth_si * self.knobs.memory_efficiency:.4g}"
-            f" = {_fmt_time(self.t_memory_si)}",
-            f"  latency {_fmt_time(self.latency_si)} ({self.bottleneck}); "
-            f"per-layer roofline {_fmt_time(float(self.layerwise_latency_si))}",
+            f" = {fmt_time(self.t_memory_si)}",
+            f"  latency {fmt_time(self.latency_si)} ({self.bottleneck}); "
+            f"per-layer roofline {fmt_time(float(self.layerwise_latency_si))}",
             f"  {self.knobs.describe()}",
         ]
         if self.hardware_perturbation:
@@ -245,21 +246,11 @@ class Performance:
         eff = self.knobs.compute_efficiency
         if self.peak_attention_si == self.peak_si:
             return (f"  t_compute = {self.flops_si:.4g} / {self.peak_si * eff:.4g}"
-                    f" = {_fmt_time(self.t_compute_si)}")
+                    f" = {fmt_time(self.t_compute_si)}")
         fa = _sums(self._table)["flops_attn"] * self.batch_size
         return (f"  t_compute = {self.flops_si - fa:.4g} / {self.peak_si * eff:.4g} (matmuls, "
                 f"{self.precisions.compute}) + {fa:.4g} / {self.peak_attention_si * eff:.4g} "
-                f"(attention, {self.precisions.attention}) = {_fmt_time(self.t_compute_si)}")
-
-
-def _fmt_time(t: float) -> str:
-    if t >= 1:
-        return f"{t:.3g} s"
-    if t >= 1e-3:
-        return f"{t * 1e3:.3g} ms"
-    if t >= 1e-6:
-        return f"{t * 1e6:.3g} µs"
-    return f"{t * 1e9:.3g} ns"
+                f"(attention, {self.precisions.attention}) = {fmt_time(self.t_compute_si)}")
 
 
 class LayerReport:
@@ -304,7 +295,7 @@ class LayerReport:
         out = [f"{'layer':24s} {'x':>3s} {'GFLOP':>9s} {'MB':>9s} {'FLOP/B':>8s} {'time':>9s}  bound"]
         for r in self.rows:
             out.append(f"{r['name']:24s} {r['count']:3d} {r['flops'] / 1e9:9.4f} {r['bytes'] / 1e6:9.3f} "
-                       f"{r['intensity']:8.1f} {_fmt_time(r['time_s']):>9s}  {r['bottleneck']}")
+                       f"{r['intensity']:8.1f} {fmt_time(r['time_s']):>9s}  {r['bottleneck']}")
         return "\n".join(out)
 
     def _repr_html_(self):
@@ -312,7 +303,7 @@ class LayerReport:
         body = "".join(
             f"<tr><td>{r['name']}</td><td>{r['count']}</td><td>{r['flops'] / 1e9:.4f}</td>"
             f"<td>{r['bytes'] / 1e6:.3f}</td><td>{r['intensity']:.1f}</td>"
-            f"<td>{_fmt_time(r['time_s'])}</td><td>{r['bottleneck']}</td></tr>" for r in self.rows)
+            f"<td>{fmt_time(r['time_s'])}</td><td>{r['bottleneck']}</td></tr>" for r in self.rows)
         return f"<table><tr>{head}</tr>{body}</table>"
 
 

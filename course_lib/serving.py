@@ -42,7 +42,8 @@ import numpy as np
 
 from .errors import CourseError
 from . import sensitivity
-from .roofline import _fmt_time, _sums, regime, traffic
+from .formatting import fmt_time
+from .roofline import _sums, regime, traffic
 from .units import Q_, to_si
 from .topology import ring_link
 from .workloads import Knobs, check_batch, precisions, resolve
@@ -83,9 +84,9 @@ class Phase:
         return {k: Q_(v / 1e9, "GB") for k, v in self._parts.items()}
 
     def __repr__(self):
-        comm = f", comm {_fmt_time(self.t_comm_si)}" if self.t_comm_si else ""
-        return (f"{self.name}: {_fmt_time(self.latency_si)} ({self.bottleneck}; compute "
-                f"{_fmt_time(self.t_compute_si)}, memory {_fmt_time(self.t_memory_si)}{comm})")
+        comm = f", comm {fmt_time(self.t_comm_si)}" if self.t_comm_si else ""
+        return (f"{self.name}: {fmt_time(self.latency_si)} ({self.bottleneck}; compute "
+                f"{fmt_time(self.t_compute_si)}, memory {fmt_time(self.t_memory_si)}{comm})")
 
 
 class Serving:
@@ -120,9 +121,9 @@ class Serving:
         lines = [
             f"{self.model.name} on {self.tp}x {self.hardware.name}, {self.precision}, batch "
             f"{self.batch_size}, prompt {self.prompt_tokens}, output {self.output_tokens}",
-            f"  TTFT {_fmt_time(self.prefill.latency_si)}  ({self.prefill!r})",
-            f"  TPOT {_fmt_time(self.decode.latency_si)}  ({self.decode!r})",
-            f"  end to end {_fmt_time(self.e2e_latency_si)}, "
+            f"  TTFT {fmt_time(self.prefill.latency_si)}  ({self.prefill!r})",
+            f"  TPOT {fmt_time(self.decode.latency_si)}  ({self.decode!r})",
+            f"  end to end {fmt_time(self.e2e_latency_si)}, "
             f"{self.batch_size / self.decode.latency_si:.4g} tokens/s",
             f"  memory per GPU {self.memory_per_gpu_si / 1e9:.3g} GB"
             + (f" of {cap / 1e9:.3g} GB ({cap / 2**30:.4g} GiB)" if cap else "")

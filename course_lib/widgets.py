@@ -21,7 +21,7 @@ import textwrap
 import time
 
 from .alt_text import axes_text, describe_axes
-from .engineering import fmt_bytes, fmt_flops, fmt_rate, fmt_sig, fmt_time
+from .formatting import fmt_bytes, fmt_flops, fmt_rate, fmt_sig, fmt_time
 from .errors import CourseError
 from .hardware import Hardware
 from .models import Models

@@ -8,8 +8,6 @@ in a fresh namespace holding only the question's answer variables.
 """
 from __future__ import annotations
 
-import ast
-import builtins
 import contextlib
 import io
 import re
@@ -18,52 +16,17 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.course import assigned_names
+from autograder.verify import free_names  # noqa: F401  (for the tests: the grader's own)
+from course_lib.question_ids import cell_id, metadata, question_of
+
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = sorted((REPO / "solutions").glob("*/*.ipynb"))
-QUESTION = re.compile(r"^([a-z]+_q\d+[a-z]?)_")
-
-
-def meta(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {}) or {}
 
 
 def strip_delimiters(source: str) -> str:
     return "\n".join(l for l in source.splitlines()
                      if not re.match(r"\s*### (BEGIN|END) (SOLUTION|HIDDEN TESTS)", l))
-
-
-def assigned_names(source: str) -> list[str]:
-    names = []
-    for node in ast.parse(source).body:
-        targets = node.targets if isinstance(node, ast.Assign) else \
-            [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
-        for t in targets:
-            for n in ast.walk(t):
-                if isinstance(n, ast.Name) and n.id not in names:
-                    names.append(n.id)
-    return names
-
-
-def free_names(source: str) -> set[str]:
-    """Names a cell reads that it neither binds nor imports (nor are builtins)."""
-    tree = ast.parse(source)
-    bound, loaded = set(), set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            (loaded if isinstance(node.ctx, ast.Load) else bound).add(node.id)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
-        elif isinstance(node, (ast.FunctionDef, ast.Lambda)):
-            if isinstance(node, ast.FunctionDef):
-                bound.add(node.name)
-            args = node.args
-            bound.update(a.arg for a in args.posonlyargs + args.args + args.kwonlyargs
-                         + [x for x in (args.vararg, args.kwarg) if x])
-        elif isinstance(node, ast.comprehension):
-            for n in ast.walk(node.target):
-                if isinstance(n, ast.Name):
-                    bound.add(n.id)
-    return loaded - bound - set(dir(builtins))
 
 
 @dataclass
@@ -82,24 +45,24 @@ class Lesson:
         self.nb = nbformat.read(self.path, as_version=4)
         self.questions: dict[str, Question] = {}
         for cell in self.nb.cells:
-            m = meta(cell)
+            m = metadata(cell)
             gid = m.get("grade_id", "")
-            hit = QUESTION.match(gid)
-            if cell.cell_type != "code" or not hit:
+            key = question_of(gid)
+            if cell.cell_type != "code" or not key:
                 continue
             if m.get("solution") and not m.get("grade"):
                 src = strip_delimiters(cell.source)
-                self.questions[hit.group(1)] = Question(hit.group(1), gid, src, assigned_names(src))
+                self.questions[key] = Question(key, gid, src, assigned_names(src))
         for cell in self.nb.cells:
-            gid = meta(cell).get("grade_id", "")
+            gid = cell_id(cell)
             if cell.cell_type == "code" and gid.endswith("_correct"):
-                self.questions[QUESTION.match(gid).group(1)].hidden[gid] = cell.source
+                self.questions[question_of(gid)].hidden[gid] = cell.source
 
     def context_cells(self):
         """Sources, in order, of what runs before a student's answers matter: the locked setup
         and givens cells (not verify or test cells) and the answer cells (the solution's)."""
         for cell in self.nb.cells:
-            m = meta(cell)
+            m = metadata(cell)
             if cell.cell_type != "code" or not m:
                 continue
             gid = m.get("grade_id", "")

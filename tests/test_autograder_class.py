@@ -11,11 +11,8 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import socket
 import sqlite3
-import subprocess
-import sys
 import threading
 from collections import Counter
 from pathlib import Path
@@ -26,12 +23,15 @@ import pytest
 from autograder.course import Course
 from autograder.feedback import leaked_lines, source_secrets
 from autograder.grade import cell_scores
-from autograder.release import assignments, generate
+from autograder.release import assignments
 from autograder.sandbox import probe
 from autograder.synthetic import ANSWERS, KINDS, default_roster, make_class
+from course_lib.question_ids import metadata
+from tiny_course import run_cli
 
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
+RELEASE = REPO / "notebooks"     # the committed release: test_notebooks checks it is what generate() makes
 CANDIDATES = [a for a in assignments() if (ANSWERS / f"a{a}.py").is_file()] if SOLUTIONS.is_dir() else []
 A = CANDIDATES[0] if CANDIDATES else None
 SANDBOX, WHY_NOT = probe()
@@ -44,16 +44,13 @@ pytestmark = [
 
 
 def cli(*args, env=None):
-    p = subprocess.run([sys.executable, "-m", "autograder", *map(str, args)], cwd=REPO, capture_output=True,
-                       text=True, env={**os.environ, **(env or {})}, timeout=600)
-    return p
+    return run_cli(*args, env=env, check=False)     # with env (the canary): a child process
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     base = tmp_path_factory.mktemp("class")
     root = base / "course"
-    generate(dest=base / "release", only=[A])
     nb = sorted((SOLUTIONS / A).glob("*.ipynb"))[0].stem
 
     listener = socket.socket()
@@ -85,7 +82,7 @@ def run(tmp_path_factory):
         "gradebook": str(root / "gradebook.db"),
     }
     kinds = KINDS if SANDBOX else tuple(k for k in KINDS if k != "hostile")
-    manifest = make_class(A, base / "class", release_dir=base / "release", roster=default_roster(kinds=kinds),
+    manifest = make_class(A, base / "class", release_dir=RELEASE, roster=default_roster(kinds=kinds),
                           targets=targets)
     (base / "class" / "correct_01" / "notes.txt").write_text("not a notebook")
     (base / "class" / "README.md").write_text("a stray file")
@@ -175,7 +172,7 @@ def test_warnings_cost_nothing(run):
     book = nbformat.read(str(run["root"] / "autograded" / "warnings" / A / f"{run['nb']}.ipynb"), as_version=4)
     stderr_in = Counter()
     for c in book.cells:
-        m = c.metadata.get("nbgrader", {})
+        m = metadata(c)
         if c.cell_type == "code" and any(o.get("name") == "stderr" for o in c.get("outputs", [])):
             stderr_in["test" if m.get("grade") else "other"] += 1
     assert stderr_in["other"] >= 1 and stderr_in["test"] == 0

@@ -28,7 +28,8 @@ from autograder.course import Course
 from autograder.feedback import leaked_lines, source_secrets
 from autograder.grade import cell_scores, grade
 from autograder.repair import BOM
-from tiny_course import (FAST, NO_SANDBOX_FLAG, PY, REPO, SANDBOX, SANDBOX_ARG, make_course, needs_sandbox, run_cli,
+from course_lib.question_ids import cell_id
+from tiny_course import (FAST, NO_SANDBOX_FLAG, PY, REPO, SANDBOX, SANDBOX_ARG, needs_sandbox, run_cli,
                          student_nb, write_class)
 
 pytestmark = pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
@@ -89,8 +90,9 @@ CELLS = ("t3units_q1_form", "t3units_q1_correct", "t3units_q2_correct")
 
 
 @pytest.fixture(scope="module")
-def course(tmp_path_factory):
-    return make_course(tmp_path_factory.mktemp("trust"))
+def course(tiny):
+    """The session's tiny course (tests/conftest.py): read-only here, copied where a test changes it."""
+    return tiny
 
 
 @pytest.fixture(scope="module")
@@ -517,7 +519,7 @@ def test_a_hung_cell_costs_the_derived_limit_not_two_minutes(course, tmp_path):
     # max(10 s, 20 x the solution's time): an answer cell of microseconds gets 10 s
     assert s.cell_timeouts["t1one_q1_answer"] == 10 and min(s.cell_timeouts.values()) >= 10
     book = nbformat.read(str(c.autograded / "hung" / "t1" / "one.ipynb"), as_version=4)
-    answer = next(cc for cc in book.cells if cc.metadata.get("nbgrader", {}).get("grade_id") == "t1one_q1_answer")
+    answer = next(cc for cc in book.cells if cell_id(cc) == "t1one_q1_answer")
     assert any(o.get("ename") in ("KeyboardInterrupt", "CellTimeoutError") for o in answer.outputs)
     assert {k: sum(v.values()) for k, v in cell_scores(c.db_url, "t1").items()} == {"hung": 1, "fine": 4}
 

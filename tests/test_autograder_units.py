@@ -14,6 +14,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -28,17 +29,19 @@ from autograder.cli import main
 from autograder.collect import collect
 from autograder.course import Course
 from autograder.feedback import feedback, leaked_lines, source_secrets
-from autograder.grade import cell_scores, grade, merge_submission, read_submission
+from autograder.grade import cell_scores, grade, merge_submission, read_submission, saved_preflight, status_path
 from autograder.sandbox import Limits
-from tiny_course import (FAST, NO_SANDBOX_FLAG, PY, REPO, SANDBOX_ARG, make_course, run_cli, student_nb,
+from course_lib.question_ids import cell_id
+from tiny_course import (FAST, NO_SANDBOX_FLAG, PY, REPO, SANDBOX, SANDBOX_ARG, run_cli, student_nb,
                          write_class)
 
 pytestmark = pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
 
 
 @pytest.fixture(scope="module")
-def course(tmp_path_factory):
-    return make_course(tmp_path_factory.mktemp("tiny"))
+def course(tiny):
+    """The session's tiny course (tests/conftest.py): read-only here, copied where a test changes it."""
+    return tiny
 
 
 # ---------------------------------------------------------------------------------------------
@@ -145,7 +148,7 @@ def graded(course, tmp_path_factory):
 
 def _outputs(course, student, a, nb):
     book = nbformat.read(str(course.autograded / student / a / f"{nb}.ipynb"), as_version=4)
-    return {c.metadata.get("nbgrader", {}).get("grade_id") or c.source[:20]: c.get("outputs", [])
+    return {cell_id(c) or c.source[:20]: c.get("outputs", [])
             for c in book.cells if c.cell_type == "code"}
 
 
@@ -202,8 +205,28 @@ def test_rerun_skips_what_is_up_to_date_and_force_regrades_identically(graded):
     s = grade(c, "t1", students=["wrong"], force=True,
               limits=Limits(cell_timeout=20, notebook_timeout=120, memory_mb=2048, tasks=64), progress=False,
               sandbox=SANDBOX_ARG)
-    assert s.graded == ["wrong"]
+    assert s.graded == ["wrong"] and not s.preflight_reused      # --force reruns the preflight too
     assert cell_scores(c.db_url, "t1") == before
+
+
+def test_a_matching_preflight_is_reused_and_anything_else_reruns_it(graded, tmp_path):
+    c, _ = graded
+    before = cell_scores(c.db_url, "t1")
+    limits = Limits(cell_timeout=20, notebook_timeout=120, memory_mb=2048, tasks=64)
+    status_path(c, "t1", "wrong").unlink()           # no longer up to date: graded again
+    s = grade(c, "t1", limits=limits, progress=False, sandbox=SANDBOX_ARG)
+    assert s.graded == ["wrong"] and s.preflight_reused
+    assert cell_scores(c.db_url, "t1") == before
+    record = json.loads((c.state / "t1" / "_preflight.json").read_text())
+    assert saved_preflight(c, "t1", SANDBOX, ("course_lib",), record["limits"]) == record
+    # other preflight limits, another solution: not reused
+    assert saved_preflight(c, "t1", SANDBOX, ("course_lib",), {**record["limits"], "memory_mb": 1024}) is None
+    source = tmp_path / "source"
+    shutil.copytree(c.source, source)
+    one = source / "t1" / "one.ipynb"
+    one.write_text(one.read_text().replace("answer = 42", "answer = 6 * 7"))
+    changed = Course(root=c.root, source=source, release=c.release)
+    assert saved_preflight(changed, "t1", SANDBOX, ("course_lib",), record["limits"]) is None
 
 
 def test_merge_is_one_transaction(graded, tmp_path):
@@ -335,3 +358,15 @@ def test_release_writes_notebooks_and_the_exchange(course, tmp_path):
 def test_unknown_assignment_is_a_clear_error(course):
     with pytest.raises(SystemExit, match="unknown assignment 'nope'"):
         main(["grade", "nope", "--source", str(course.source)])
+
+
+def test_the_release_grading_compares_with_is_the_one_students_have(tmp_path):
+    """Grading regenerates the release (autograder.course.ensure_assignment): with the shared
+    header in place, it is the committed student notebook, cell for cell."""
+    from autograder.course import ensure_assignment
+
+    a = sorted(p.parent.name for p in (REPO / "notebooks").glob("*/*.ipynb"))[0]
+    ensure_assignment(Course(root=tmp_path / "c"), a, release=tmp_path / "release")
+    for committed in sorted((REPO / "notebooks" / a).glob("*.ipynb")):
+        regenerated = nbformat.read(str(tmp_path / "release" / a / committed.name), as_version=4)
+        assert regenerated == nbformat.read(str(committed), as_version=4), committed.name

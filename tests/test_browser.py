@@ -17,7 +17,6 @@ targets, not assertions.
 """
 from __future__ import annotations
 
-import ast
 import contextlib
 import json
 import os
@@ -37,6 +36,8 @@ import nbformat
 import pytest
 
 from axe_check import axe_violations, describe
+from autograder.course import assigned_names
+from course_lib.question_ids import cell_id, is_solution
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*/*.ipynb"))
@@ -267,7 +268,7 @@ CELL = '.jp-WindowedPanel-viewport > .jp-Cell[data-windowed-list-index="{}"]'
 
 
 def grade_id(cell) -> str | None:
-    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+    return cell_id(cell) or None
 
 
 def answers_from_solutions(path: Path) -> dict[str, str]:
@@ -278,7 +279,7 @@ def answers_from_solutions(path: Path) -> dict[str, str]:
     return {grade_id(c): "\n".join(line for line in c.source.splitlines()
                                    if not re.search(r"#+\s*(BEGIN|END) SOLUTION", line))
             for c in nb.cells
-            if c.get("metadata", {}).get("nbgrader", {}).get("solution")}
+            if is_solution(c)}
 
 
 def open_notebook(page, lab, rel: str, n_cells: int) -> float:
@@ -459,17 +460,6 @@ def check_explorer(page, cell, rel) -> float:
 
 
 # ---- 2. one answer missing: Validate names the question ---------------------------------------
-def assigned_names(source: str) -> list[str]:
-    """Top-level names an answer cell assigns (q2_ridge, q3_prediction, ...)."""
-    names = []
-    for node in ast.parse(source).body:
-        targets = node.targets if isinstance(node, ast.Assign) else (
-            [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else [])
-        for t in targets:
-            names += [n.id for n in ast.walk(t) if isinstance(n, ast.Name)]
-    return names
-
-
 def error_messages(dialog: str, sources: list[str]) -> str:
     """What Validate's dialog says in its own words: the error messages, without the failing
     cells' source and the traceback's code listing (which name every variable anyway)."""

@@ -26,6 +26,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from course_lib.question_ids import metadata as meta
+
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
 ANSWERS = REPO / "tests" / "answers"
@@ -45,10 +47,6 @@ class Score:
     max: float
     needs_manual: bool
     code: bool          # an autograded test cell (a code cell), not a written answer
-
-
-def meta(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {})
 
 
 def load_wrong(assignment: str) -> dict:

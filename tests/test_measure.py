@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from course_lib import Hardware, solve
+from course_lib.formatting import fmt_binary_bytes
 from course_lib.measure import LEVELS, MeasuredHardware, cache_level_of, numpy_axpy, this_machine
 from course_lib.measure import kernels as K
 from course_lib.measure import system
@@ -125,7 +126,7 @@ def test_this_machines_caches_are_read_and_named():
 def test_size_and_cpu_list_parsing():
     assert system._parse_size("48K\n") == 48 * KiB and system._parse_size("32M") == 32 * MiB
     assert system._count_cpus("0-1\n") == 2 and system._count_cpus("0,2,4-7") == 6
-    assert system.fmt_bytes(49152) == "48 KiB" and system.fmt_bytes(1.5 * MiB) == "1.5 MiB"
+    assert fmt_binary_bytes(49152) == "48 KiB" and fmt_binary_bytes(1.5 * MiB) == "1.5 MiB"
 
 
 def test_blas_threads_without_threadpoolctl_follow_the_environment(monkeypatch):

@@ -8,15 +8,17 @@ test_grading_roundtrip.py.
 """
 from __future__ import annotations
 
-import re
 import shutil
 import tempfile
 import time
-from collections import Counter, defaultdict
 from pathlib import Path
 
 import nbformat
 import pytest
+
+from autograder.cli import main
+from autograder.lint import disagreeing_verifies, lint_notebook, split_blocks
+from course_lib.question_ids import cell_id
 
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
@@ -26,13 +28,7 @@ COMMITTED_RELEASES = sorted(RELEASE.glob("*/*.ipynb"))
 IDS = [p.parent.name for p in SOURCES]
 
 MAX_SECONDS = 60
-MIN_CORRECT_TESTS = 4
 BLOCK_MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
-# <prefix>_<question>_<role>: hello_q3_correct, wall_q2b_form, quant_reality_reflection
-GRADED_ID = re.compile(r"^[a-z]+_(q\d+[a-z]?|[a-z]+)_[a-z_]+$")
-ANY_ID = re.compile(r"^[a-z]+_[a-z0-9_]+$")                # e.g. hello_setup, quant_q1_verify
-# a heading or a bold lead-in that announces points: "### Q3 · ... (4 points)", "**Discussion (2 points).**"
-ANNOUNCE = re.compile(r"^(#+ |\*\*).*?\((?:[^()]*?\b)?(\d+(?:\.\d+)?) points?\)", re.IGNORECASE)
 
 pytestmark = pytest.mark.skipif(not SOURCES, reason="no notebooks in solutions/ yet")
 
@@ -42,32 +38,14 @@ def rel(path: Path) -> str:
     return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
 
 
-def nbgrader_meta(cell) -> dict:
-    return cell.get("metadata", {}).get("nbgrader", {})
-
-
 def describe(nb, index: int) -> str:
     """'cell 12 (hello_q3_verify)' or 'cell 12 ("first line ...")' for error messages."""
     cell = nb.cells[index]
-    gid = nbgrader_meta(cell).get("grade_id")
+    gid = cell_id(cell)
     if gid:
         return f"cell {index} ({gid})"
     first = cell.source.strip().splitlines()[0][:60] if cell.source.strip() else "<empty>"
     return f"cell {index} ({first!r})"
-
-
-def split_blocks(source: str) -> tuple[list[str], list[str]]:
-    """(lines inside BEGIN/END SOLUTION or HIDDEN TESTS blocks, lines outside), stripped."""
-    inside, outside, depth = [], [], 0
-    for line in source.splitlines():
-        s = line.strip()
-        if re.search(r"#+\s*BEGIN (SOLUTION|HIDDEN TESTS)", s):
-            depth += 1
-        elif re.search(r"#+\s*END (SOLUTION|HIDDEN TESTS)", s):
-            depth = max(0, depth - 1)
-        else:
-            (inside if depth else outside).append(s)
-    return inside, outside
 
 
 def meaningful(line: str) -> bool:
@@ -146,6 +124,8 @@ def test_notebook_executes_cleanly(path, warm_matplotlib, tmp_path):
     assert not stderr, (f"{rel(path)}: nbgrader scores a test cell with stderr output 0, and "
                         "students read warnings as errors:\n" + "\n".join(stderr))
     assert elapsed <= MAX_SECONDS, f"{rel(path)} took {elapsed:.1f} s to run (limit {MAX_SECONDS} s)"
+    disagreements = disagreeing_verifies(nb)      # the solution passes its hidden tests: verify agrees
+    assert not disagreements, f"{rel(path)}:\n" + "\n".join(disagreements)
 
 
 # ---- 2. committed without outputs ----------------------------------------------------------
@@ -179,6 +159,21 @@ def test_release_is_up_to_date(generated_release):
     assert not problems, "the student release is out of date; run make release.\n" + "\n".join(problems)
 
 
+def test_the_shared_header_is_kept_once_and_released_in_every_lesson():
+    from autograder.release import HEADER_FILE, HEADER_MARK
+
+    header = (SOLUTIONS / HEADER_FILE).read_text().rstrip("\n")
+    first_line = header.splitlines()[0]
+    for path in SOURCES:
+        cells = nbformat.read(path, as_version=4).cells
+        marks = [i for i, c in enumerate(cells) if HEADER_MARK in c.source]
+        assert marks == [0], f"{rel(path)}: the header mark belongs in the first cell, once (found in {marks})"
+        assert not any(first_line in c.source for c in cells), f"{rel(path)} keeps its own copy of the header"
+    for path in COMMITTED_RELEASES:
+        first = nbformat.read(path, as_version=4).cells[0].source
+        assert header in first and HEADER_MARK not in first, f"{rel(path)}: the header is not in its first cell"
+
+
 # ---- 4. the release gives nothing away -----------------------------------------------------
 @pytest.mark.parametrize("path", SOURCES, ids=IDS)
 def test_release_has_no_solutions_or_hidden_tests(path, generated_release):
@@ -203,78 +198,12 @@ def test_release_has_no_solutions_or_hidden_tests(path, generated_release):
                                 f"solution or hidden-test block of the source: {leaked[:3]}")
 
 
-# ---- 5. the structure grading relies on ----------------------------------------------------
+# ---- 5. the structure grading relies on: python -m autograder lint ---------------------------
 @pytest.mark.parametrize("path", SOURCES, ids=IDS)
 def test_grading_structure(path):
-    nb = nbformat.read(path, as_version=4)
-    where = rel(path)
-    cells = [(i, c, nbgrader_meta(c)) for i, c in enumerate(nb.cells) if nbgrader_meta(c)]
-    ids = [m.get("grade_id", "") for _, _, m in cells]
+    problems = lint_notebook(nbformat.read(path, as_version=4), rel(path))
+    assert not problems, "\n".join(problems)
 
-    dupes = [g for g, n in Counter(ids).items() if n > 1]
-    assert not dupes, f"{where}: grade_ids used more than once: {dupes}"
-    unreadable = [g for g in ids if not ANY_ID.match(g)]
-    assert not unreadable, f"{where}: grade_ids must be lower_snake_case with a prefix: {unreadable}"
-    prefixes = {g.split("_", 1)[0] for g in ids}
-    assert len(prefixes) == 1, f"{where}: one grade_id prefix per notebook, found {sorted(prefixes)}"
 
-    graded = {m["grade_id"]: (i, c, m) for i, c, m in cells if m.get("grade") or m.get("solution")}
-    bad = [g for g in graded if not GRADED_ID.match(g)]
-    assert not bad, (f"{where}: answer and graded cells need ids <prefix>_<question>_<role>, "
-                     f"such as hello_q3_form: {bad}")
-
-    tests = {g: v for g, v in graded.items() if v[2].get("grade") and v[1].cell_type == "code"}
-    for g, (i, cell, meta) in tests.items():
-        assert meta.get("locked"), f"{where}: test cell {g} must be locked"
-        assert meta.get("points", 0) > 0, f"{where}: test cell {g} has no points"
-        assert g.endswith(("_form", "_correct")), (
-            f"{where}: autograded test {g} must be a visible '_form' or a hidden '_correct' test")
-    correct = sorted(g for g in tests if g.endswith("_correct"))
-    form = sorted(g for g in tests if g.endswith("_form"))
-    assert len(correct) >= MIN_CORRECT_TESTS, (
-        f"{where}: {len(correct)} hidden '_correct' tests, at least {MIN_CORRECT_TESTS} needed")
-    unpaired = sorted({g[: -len("_correct")] for g in correct} ^ {g[: -len("_form")] for g in form})
-    assert not unpaired, f"{where}: every _correct test needs a _form test and vice versa: {unpaired}"
-    for g in correct:
-        src = tests[g][1].source
-        assert "BEGIN HIDDEN TESTS" in src, f"{where}: {g} has no hidden-test block"
-        inside, _ = split_blocks(src)
-        assert any("course_lib" in l for l in inside), (
-            f"{where}: {g} must compute its expected value with course_lib inside the hidden block")
-    for g in form:
-        src = tests[g][1].source
-        assert "HIDDEN TESTS" not in src, f"{where}: the form test {g} must be fully visible"
-        assert src.lstrip().startswith("#"), f"{where}: {g} must start with a comment saying what it checks"
-
-    answers = [g for g, (i, c, m) in graded.items()
-               if m.get("solution") and not m.get("grade") and c.cell_type == "code"]
-    for g in answers:
-        assert "BEGIN SOLUTION" in graded[g][1].source, f"{where}: answer cell {g} has no solution block"
-    manual = [g for g, (i, c, m) in graded.items()
-              if m.get("grade") and m.get("solution") and c.cell_type == "markdown"]
-    assert manual, f"{where}: needs at least one manually graded written reflection"
-
-    # points in headings: what the headings announce for a question = what its graded cells carry
-    carried = defaultdict(float)
-    for g, (i, c, m) in graded.items():
-        if m.get("grade"):
-            carried[GRADED_ID.match(g).group(1)] += float(m["points"])
-    in_headings, anywhere = defaultdict(float), defaultdict(float)
-    for cell in nb.cells:
-        if cell.cell_type != "markdown" or nbgrader_meta(cell).get("grade"):
-            continue
-        for line in cell.source.splitlines():
-            hit = ANNOUNCE.match(line.strip())
-            if not hit:
-                continue
-            for q in carried:   # "Q3" for q3; the word itself ("Reality-check ...") for word keys
-                label = rf"\bQ{q[1:]}\b" if re.fullmatch(r"q\d+[a-z]?", q) else rf"\b{q}"
-                if re.search(label, line, re.IGNORECASE):
-                    anywhere[q] += float(hit.group(2))
-                    if hit.group(1).startswith("#"):
-                        in_headings[q] += float(hit.group(2))
-    # a question's heading states its total, or heading + bold lead-ins (a reflection's point) add up to it
-    wrong = {q: (in_headings.get(q, 0.0), pts) for q, pts in carried.items()
-             if pts not in (in_headings.get(q, 0.0), anywhere.get(q, 0.0))}
-    assert not wrong, (f"{where}: headings announce different points than the graded cells carry "
-                       "(question: (heading, cells)): " + str(dict(sorted(wrong.items()))))
+def test_lint_command_passes_every_lesson(capsys):
+    assert main(["lint"]) == 0, capsys.readouterr().out

@@ -184,7 +184,7 @@ def test_llm_roofline_explorer_counts_tokens():
 
 
 def test_serving_explorer_opens_on_the_lessons_configuration():
-    from course_lib.engineering import fmt_time
+    from course_lib.formatting import fmt_time
     from course_lib.widgets import serving_explorer
     e = serving_explorer("Llama3_8B", ("A100", "H100", "H200"), chip="H100",
                          prompt_tokens=2048, output_tokens=128)

@@ -28,6 +28,8 @@ import pytest
 
 from autograder.sandbox import probe
 from course_lib import predictions
+from course_lib.question_ids import cell_id, is_solution
+from tiny_course import run_cli     # in this process: the process boundary is not what these tests are about
 
 REPO = Path(__file__).resolve().parent.parent
 A = "02_memory_wall"
@@ -46,9 +48,9 @@ WRONG_Q1 = ('q1_speedup = 989.4 / 312\n'
 
 def solution_answers() -> dict:
     nb = nbformat.read(REPO / "solutions" / A / f"{NB}.ipynb", as_version=4)
-    return {c.metadata["nbgrader"]["grade_id"]: "\n".join(
+    return {cell_id(c): "\n".join(
                 l for l in c.source.splitlines() if "### BEGIN SOLUTION" not in l and "### END SOLUTION" not in l)
-            for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"}
+            for c in nb.cells if is_solution(c) and c.cell_type == "code"}
 
 
 def run(*args, cwd=None, check=True):
@@ -61,7 +63,7 @@ def run(*args, cwd=None, check=True):
 
 
 def gid(cell) -> str:
-    return cell.metadata.get("nbgrader", {}).get("grade_id", "")
+    return cell_id(cell)
 
 
 class Student:
@@ -119,7 +121,8 @@ def graded(tmp_path_factory):
     exchange, course = base / "exchange", base / "course"
     exchange.mkdir()
     os.chmod(exchange, 0o1777)
-    run("autograder", "release", A, "--exchange", exchange, cwd=REPO)
+    # into a folder of its own: notebooks/ is the committed release other tests read meanwhile
+    run_cli("release", A, "--release-dir", base / "release", "--exchange", exchange)
     answers = solution_answers()
     # three students through the exchange: fetch, work, submit
     for student, change in (("honest", False), ("changer", True), ("editor", True)):
@@ -136,7 +139,7 @@ def graded(tmp_path_factory):
             record.write_text("".join(json.dumps(e, sort_keys=True) + "\n" for e in events))
         run("nbgrader", "submit", A, "--course", "roofline", f"--Exchange.root={exchange}",
             f"--student={student}", cwd=home)
-    run("autograder", "collect", A, "--exchange", exchange, "--root", course, cwd=REPO)
+    run_cli("collect", A, "--exchange", exchange, "--root", course)
     # two more as single notebooks (an LMS download): the changer's notebook alone, and a solution
     # run elsewhere (no record anywhere)
     lms = base / "lms"
@@ -146,9 +149,9 @@ def graded(tmp_path_factory):
     shutil.copy(work_dir / f"{NB}.ipynb", lms / "uploader" / f"{NB}.ipynb")
     (lms / "stranger").mkdir()
     shutil.copy(REPO / "solutions" / A / f"{NB}.ipynb", lms / "stranger" / f"{NB}.ipynb")
-    run("autograder", "collect", A, lms, "--root", course, cwd=REPO)
-    g = run("autograder", "grade", A, "--root", course, "-q", cwd=REPO)
-    r = run("autograder", "report", A, "--root", course, cwd=REPO)
+    run_cli("collect", A, lms, "--root", course)
+    g = run_cli("grade", A, "--root", course, "-q")
+    r = run_cli("report", A, "--root", course)
     return {"course": course, "grade": g.stdout + g.stderr, "report": r.stdout,
             "scores": cell_scores(course)}
 
@@ -183,7 +186,7 @@ def test_the_feedback_says_so_plainly(graded):
     assert "changed after its truth was revealed" in v["message"] and "no correctness points" in v["message"]
     assert meta["predictions"]["questions"]["wall_q1"]["rule"] == "changed-after-reveal"
     assert v["committed"]["passed"] is False      # what was committed was wrong too
-    run("autograder", "feedback", A, "--root", graded["course"], "--student", "changer", cwd=REPO)
+    run_cli("feedback", A, "--root", graded["course"], "--student", "changer")
     html = (graded["course"] / "feedback" / "changer" / A / f"{NB}.html").read_text()
     assert "changed after its truth was revealed" in html
 

@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from course_lib.misconceptions import MISCONCEPTIONS, CheckFailed
+from course_lib.question_ids import cell_id
 from lesson_questions import REPO, SOLUTIONS, Lesson, free_names, run_hidden
 
 pytestmark = pytest.mark.skipif(not SOLUTIONS, reason="no notebooks in solutions/ yet")
@@ -59,7 +60,7 @@ def recorded_truths():
         checks.check_answer = original
 
 
-def question_of(lesson: Lesson, answer_id: str):
+def question_answered_in(lesson: Lesson, answer_id: str):
     return next(q for q in lesson.questions.values() if q.answer_id == answer_id)
 
 
@@ -83,7 +84,7 @@ def test_hidden_tests_read_nothing_but_the_answers(a):
     for q in LESSONS[a].questions.values():
         assert q.hidden, f"{q.key} has no hidden test"
         for gid, src in q.hidden.items():
-            outside = free_names(src) - set(q.variables)
+            outside = set(free_names(src)) - set(q.variables)
             assert not outside, f"{gid} reads {sorted(outside)}, which its answer cell does not assign"
 
 
@@ -112,11 +113,10 @@ def test_an_unanswered_question_is_named(a):
                          ids=[f"{a[:2]}-{gid}-{label}" for a, gid, label, _ in CASES])
 def test_a_classic_mistake_gets_its_message(a, gid, label, src, namespaces):
     lesson = LESSONS[a]
-    q = question_of(lesson, gid)
+    q = question_answered_in(lesson, gid)
     values = lesson.answers(namespaces[a], q, src)
     form_cells = [c.source for c in lesson.nb.cells
-                  if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade_id", "") ==
-                  q.key + "_form"]
+                  if c.cell_type == "code" and cell_id(c) == q.key + "_form"]
     for form in form_cells:          # the mistake is well-formed: its visible test passes
         run_hidden(form, values, q.key + "_form")
     failures = []

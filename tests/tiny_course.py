@@ -22,6 +22,7 @@ import pytest
 
 from autograder.course import Course
 from autograder.sandbox import probe
+from course_lib.question_ids import cell_id
 
 REPO = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -130,7 +131,7 @@ def student_nb(course, a, nb, answer="answer = 42", explore=None, edit=None, ans
     or `answers` {grade_id suffix: source}; `explore` replaces the explore cell."""
     book = nbformat.read(str(course.release / a / f"{nb}.ipynb"), as_version=4)
     for c in book.cells:
-        gid = c.metadata.get("nbgrader", {}).get("grade_id", "")
+        gid = cell_id(c)
         if answers is not None:
             for suffix, src in answers.items():
                 if gid.endswith(suffix):
@@ -153,8 +154,41 @@ def write_class(dest: Path, course, a, students: dict) -> Path:
 
 
 def run_cli(*args, env=None, check=True, cwd=REPO, timeout=600):
-    p = subprocess.run([PY, "-m", "autograder", *map(str, args)], cwd=cwd, capture_output=True, text=True,
-                       env={**os.environ, **(env or {})}, timeout=timeout)
+    """`python -m autograder ARGS`: in this process (nbgrader's import paid once), or as a child
+    process where `env` or `cwd` must differ from this process's."""
+    if env is None and Path(cwd).resolve() == Path.cwd().resolve():
+        p = _cli_in_process([str(a) for a in args])
+    else:
+        p = subprocess.run([PY, "-m", "autograder", *map(str, args)], cwd=cwd, capture_output=True, text=True,
+                           env={**os.environ, **(env or {})}, timeout=timeout)
     if check and p.returncode != 0:
         raise AssertionError(f"exit {p.returncode}\n{p.stdout}\n{p.stderr[-3000:]}")
     return p
+
+
+def _cli_in_process(argv: list[str]) -> subprocess.CompletedProcess:
+    """autograder.cli.main(argv) with its stdout, stderr and the autograder log captured, its exit
+    status as a child process's would be."""
+    import contextlib
+    import io
+    import logging
+
+    from autograder.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    handler = logging.StreamHandler(err)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    handler.setLevel(logging.WARNING)
+    logger = logging.getLogger("autograder")
+    logger.addHandler(handler)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(argv)
+            except SystemExit as e:
+                code = e.code if isinstance(e.code, int) else 1
+                if e.code is not None and not isinstance(e.code, int):
+                    print(e.code, file=sys.stderr)
+    finally:
+        logger.removeHandler(handler)
+    return subprocess.CompletedProcess(["autograder", *argv], code or 0, out.getvalue(), err.getvalue())

@@ -37,8 +37,9 @@ from numpy.lib.stride_tricks import as_strided
 from . import kernels as K
 from .plateaus import DISTINCT, find_levels, zones
 from .result import KernelRun, MeasuredHardware, SweepPoint
+from ..formatting import fmt_binary_bytes
 from .system import (LARGEST_LLC, THREAD_RULE, GiB, KiB, MiB, cache_level_of, cache_sizes, choose_threads,
-                     cpu_name, cpu_quota, fmt_bytes, limit_blas_threads, load_note, memory_budget,
+                     cpu_name, cpu_quota, limit_blas_threads, load_note, memory_budget,
                      physical_memory, usable_cpus)
 from .timing import Timing, time_batched, time_stable
 
@@ -77,8 +78,8 @@ class Plan:
 
     def describe(self) -> str:
         return (f"{'quick' if self.quick else 'full'} mode: {self.repeats} timed repeats after 1 warm-up; "
-                f"sweep {fmt_bytes(self.min_size)}..{fmt_bytes(self.max_total / self.threads)} per thread, "
-                f"{self.per_octave} size(s) per doubling; memory budget {fmt_bytes(self.memory_budget)} "
+                f"sweep {fmt_binary_bytes(self.min_size)}..{fmt_binary_bytes(self.max_total / self.threads)} per thread, "
+                f"{self.per_octave} size(s) per doubling; memory budget {fmt_binary_bytes(self.memory_budget)} "
                 f"({self.budget_source})")
 
 
@@ -109,14 +110,14 @@ def make_plan(quick: bool, threads: int, caches, budget=None) -> Plan:
         reachable = need <= budget
         max_total = need if reachable else budget
         if not reachable:
-            note = (f"reaching DRAM needs working sets of {fmt_bytes(need)} in all (4x the last cache per "
-                    f"thread, {DRAM_POINTS} sizes), more than the memory budget of {fmt_bytes(budget)} "
+            note = (f"reaching DRAM needs working sets of {fmt_binary_bytes(need)} in all (4x the last cache per "
+                    f"thread, {DRAM_POINTS} sizes), more than the memory budget of {fmt_binary_bytes(budget)} "
                     f"({budget_src})")
     else:
         # no cache sizes: the plateaus come from the data; 1 GiB is past any last-level cache a core sees
         max_total, reachable = min(float(GiB), budget), budget >= GiB
         if not reachable:
-            note = f"the memory budget of {fmt_bytes(budget)} ({budget_src}) is below 1 GiB"
+            note = f"the memory budget of {fmt_binary_bytes(budget)} ({budget_src}) is below 1 GiB"
     max_total = int(max(max_total, min(256 * MiB, budget)))
     # the memory-bound kernels: at least 2^23 elements, and more than the last cache (one
     # instance) in two arrays, so that they stream from DRAM; three arrays must fit the budget
@@ -299,7 +300,7 @@ def measure_sweep(plan: Plan, progress=None, deadline=None) -> list[SweepPoint]:
             points.append(SweepPoint(size, plan.threads, bw, plan.threads * per_thread / t.median,
                                      t.spread, how.method, passes, len(t.seconds)))
             if progress:
-                progress(f"  {fmt_bytes(size):>8s} per thread: {bw / 1e9:7.1f} GB/s")
+                progress(f"  {fmt_binary_bytes(size):>8s} per thread: {bw / 1e9:7.1f} GB/s")
     finally:
         team.close()
         buffers.clear()                   # free the arrays now, before the kernels allocate theirs
@@ -429,7 +430,7 @@ def memory_ceiling(levels: dict, sizes, bws, plan: Plan) -> tuple[str, float, st
                 f"the sweep's DRAM zone, which it reached without a clean plateau ({dram.note})")
         return "DRAM", dram.bandwidth, (
             f"measured: {what}, median over its {dram.points} working sets "
-            f"({fmt_bytes(dram.low)}..{fmt_bytes(dram.high)} per thread) of each one's fastest repeat")
+            f"({fmt_binary_bytes(dram.low)}..{fmt_binary_bytes(dram.high)} per thread) of each one's fastest repeat")
     if cache_speed:
         why = (f"its zone, without a clean plateau, ran as fast as {reached[-1].name} "
                f"({dram.bandwidth / 1e9:.1f} vs {reached[-1].bandwidth / 1e9:.1f} GB/s)")
@@ -439,10 +440,10 @@ def memory_ceiling(levels: dict, sizes, bws, plan: Plan) -> tuple[str, float, st
             f"measured: {lv.name}, the largest level the sweep resolved (median of {lv.points} working "
             f"sets, {lv.sizes_text} per thread), since DRAM was not reached ({why}); main memory is "
             f"slower, so bounds for data in DRAM are optimistic")
-    label = f"largest working set ({fmt_bytes(sizes[-1])} per thread)"
+    label = f"largest working set ({fmt_binary_bytes(sizes[-1])} per thread)"
     return label, float(np.median(bws[-2:])), (
-        f"measured: the bandwidth at the sweep's largest working sets ({fmt_bytes(sizes[-2])}, "
-        f"{fmt_bytes(sizes[-1])} per thread); no level was resolved and DRAM was not reached ({why})")
+        f"measured: the bandwidth at the sweep's largest working sets ({fmt_binary_bytes(sizes[-2])}, "
+        f"{fmt_binary_bytes(sizes[-1])} per thread); no level was resolved and DRAM was not reached ({why})")
 
 
 # ---- all of it ----------------------------------------------------------------------------------

@@ -28,7 +28,8 @@ import time
 
 from .plateaus import find_levels
 from .result import KernelRun, MeasuredHardware, SweepPoint
-from .system import Cache, CacheInfo, GiB, MiB, fmt_bytes
+from ..formatting import fmt_binary_bytes
+from .system import Cache, CacheInfo, GiB, MiB
 from .timing import Timing
 
 PEAK_PRECISIONS = ("fp64", "fp32", "tf32", "fp16", "bf16")
@@ -102,7 +103,7 @@ def measure_gpu(device: int = 0, quick: bool = False, progress=None) -> Measured
     free, total = torch.cuda.mem_get_info(dev)
     repeats = 3 if quick else 7
     target = 0.005 if quick else 0.02
-    say(f"{props.name}: {props.multi_processor_count} SMs, L2 {fmt_bytes(l2) if l2 else 'unknown'}, "
+    say(f"{props.name}: {props.multi_processor_count} SMs, L2 {fmt_binary_bytes(l2) if l2 else 'unknown'}, "
         f"{total / 1e9:.1f} GB ({free / 1e9:.1f} GB free); PyTorch {torch.__version__}, CUDA {torch.version.cuda}")
 
     # ---- peaks -------------------------------------------------------------------------------
@@ -160,7 +161,7 @@ def measure_gpu(device: int = 0, quick: bool = False, progress=None) -> Measured
         bw_est = bw
         sweep.append(SweepPoint(size, 1, bw, 12.0 * n * passes / timing.median, timing.spread, method,
                                 passes, len(timing.seconds)))
-        say(f"  {fmt_bytes(size):>9s}: {bw / 1e9:8.1f} GB/s")
+        say(f"  {fmt_binary_bytes(size):>9s}: {bw / 1e9:8.1f} GB/s")
     del x_all, acc_all
     torch.cuda.empty_cache()
     caches = CacheInfo((Cache("L2", l2, 1),), "torch.cuda.get_device_properties") if l2 else CacheInfo()
@@ -202,7 +203,7 @@ def measure_gpu(device: int = 0, quick: bool = False, progress=None) -> Measured
     if dram.resolved:
         bandwidth = dram.bandwidth
         bw_src = (f"measured: the HBM plateau of the sweep, median of {dram.points} working sets "
-                  f"{fmt_bytes(dram.low)}..{fmt_bytes(dram.high)}")
+                  f"{fmt_binary_bytes(dram.low)}..{fmt_binary_bytes(dram.high)}")
     else:
         bandwidth = float(np.median([p.bandwidth for p in sweep[-2:]]))
         bw_src = f"measured: the bandwidth at the sweep's two largest working sets (HBM plateau not resolved: {dram.note})"
@@ -223,7 +224,7 @@ def measure_gpu(device: int = 0, quick: bool = False, progress=None) -> Measured
            f"{'quick' if quick else 'full'} mode: {repeats} timed repeats after a warm-up"]
     setup = {"threads": 1, "mode": "quick" if quick else "full", "how": how, "peak_sizes": peak_sizes,
              "memory_level": "HBM" if dram.resolved else
-             f"largest working set ({fmt_bytes(sweep[-1].size)}; HBM plateau not resolved)",
+             f"largest working set ({fmt_binary_bytes(sweep[-1].size)}; HBM plateau not resolved)",
              "sweep_desc": "sweep of acc += x (fp32) over working sets; bandwidth counts 3 x 4 bytes per element and pass",
              "peak_desc": "torch.matmul of random n x n matrices", "size_label": "working set"}
     name = f"{props.name} (measured)"

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .system import LEVELS, MiB, fmt_bytes
+from ..formatting import fmt_binary_bytes
+from .system import LEVELS, MiB
 
 FLAT = 1.5          # a plateau's fastest point may be at most 1.5x its slowest
 RUN_TOL = 0.15      # data-only rule: within ±15% of the run's median
@@ -58,14 +59,14 @@ class Level:
     @property
     def sizes_text(self) -> str:
         """The working sets per thread the plateau was read from: '11 KiB..36 KiB'."""
-        return f"{fmt_bytes(self.low)}..{fmt_bytes(self.high)}" if self.points else "none"
+        return f"{fmt_binary_bytes(self.low)}..{fmt_binary_bytes(self.high)}" if self.points else "none"
 
     def describe(self) -> str:
-        cap = f", cache {fmt_bytes(self.capacity)} per thread" if self.capacity else ""
+        cap = f", cache {fmt_binary_bytes(self.capacity)} per thread" if self.capacity else ""
         if not self.points:
             return f"{self.name:4s}  not resolved: {self.note}"
         head = (f"{self.name:4s} {self.bandwidth / 1e9:8.1f} GB/s  (median of {self.points} sizes, "
-                f"{fmt_bytes(self.low)}..{fmt_bytes(self.high)} per thread{cap}; "
+                f"{fmt_binary_bytes(self.low)}..{fmt_binary_bytes(self.high)} per thread{cap}; "
                 f"fastest/slowest {self.flatness:.2f})")
         if not self.resolved:
             head += f"\n      not resolved: {self.note}"
@@ -122,11 +123,11 @@ def find_levels(sizes, bandwidths, caches, threads: int, min_points: int = 2, zo
         cap = caches.per_thread(name, threads) if name != "DRAM" else None
         inside = (sizes >= lo) & (sizes <= hi)
         if inside.sum() < min_points:
-            where = (f"beyond {fmt_bytes(lo)} per thread (4x the last cache)" if name == "DRAM"
-                     else f"between {fmt_bytes(lo)} and {fmt_bytes(hi)} per thread")
+            where = (f"beyond {fmt_binary_bytes(lo)} per thread (4x the last cache)" if name == "DRAM"
+                     else f"between {fmt_binary_bytes(lo)} and {fmt_binary_bytes(hi)} per thread")
             got = f"the sweep has {int(inside.sum())} size(s) {where}, {min_points} needed"
             if name == "DRAM":
-                got += f"; its largest working set is {fmt_bytes(sizes[-1])} per thread"
+                got += f"; its largest working set is {fmt_binary_bytes(sizes[-1])} per thread"
             levels.append(Level(name, float("nan"), 0, 0, int(inside.sum()), float("nan"), cap, False, got))
             continue
         pts = bw[inside]

@@ -14,9 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..alt_text import describe_axes, hierarchical_text, sweep_text
+from ..formatting import fmt_binary_bytes, fmt_per_second
 from ..precision import normalize
-from .result import _fmt_rate
-from .system import fmt_bytes
 
 # Okabe and Ito's colour-vision-safe palette
 LEVEL_COLORS = {"L1": "#009E73", "L2": "#D55E00", "L3": "#CC79A7", "DRAM": "#0072B2"}
@@ -65,23 +64,23 @@ def plot_hierarchical_roofline(hw, precision="fp64", kernels=None, ax=None, titl
         if not lv.resolved or lv.name == ceiling:
             continue
         ax.plot(x, np.minimum(peak, lv.bandwidth * x) / unit, color=LEVEL_COLORS.get(lv.name, "k"),
-                lw=1.4, ls="--", label=f"{lv.name}: {_fmt_rate(lv.bandwidth, 'B/s')}")
+                lw=1.4, ls="--", label=f"{lv.name}: {fmt_per_second(lv.bandwidth, 'B/s')}")
     # the roofline's memory ceiling, always drawn and named for the level it was measured at
     # (a cache's, with "DRAM not reached", when the sweep could not reach main memory)
     label = getattr(hw, "memory_label", ceiling)
     ax.plot(x, np.minimum(peak, hw.memory_bandwidth_si * x) / unit, color=LEVEL_COLORS.get(ceiling, "C0"),
-            lw=2, ls="-", label=f"{label}: {_fmt_rate(hw.memory_bandwidth_si, 'B/s')}")
+            lw=2, ls="-", label=f"{label}: {fmt_per_second(hw.memory_bandwidth_si, 'B/s')}")
     for p in hw.precisions:
         if p != prec:
             ax.axhline(hw.peak_flops_si(p) / unit, color="0.5", lw=1, ls=":",
-                       label=f"peak {p}: {_fmt_rate(hw.peak_flops_si(p), 'FLOP/s')}")
+                       label=f"peak {p}: {fmt_per_second(hw.peak_flops_si(p), 'FLOP/s')}")
     ax.axhline(peak / unit, color="k", lw=0.6)
     ridge = hw.ridge_point_si(prec)
     color = LEVEL_COLORS.get(ceiling, "C0")
     ax.axvline(ridge, color=color, ls=":", lw=1)
     ax.annotate(f"{ceiling.split(' (')[0]} ridge {ridge:.3g} FLOP/byte", (ridge, peak / unit),
                 textcoords="offset points", xytext=(4, -12), fontsize=8, color=color)
-    ax.annotate(f"peak {prec} {_fmt_rate(peak, 'FLOP/s')}", (lo, peak / unit), textcoords="offset points",
+    ax.annotate(f"peak {prec} {fmt_per_second(peak, 'FLOP/s')}", (lo, peak / unit), textcoords="offset points",
                 xytext=(4, 4), fontsize=8, ha="left")
     markers = "osD^vP*Xh<>"
     for i, r in enumerate(runs):
@@ -151,14 +150,14 @@ def plot_sweep(hw, ax=None, title=None):
     for c in hw.caches.caches:
         cap = hw.caches.per_thread(c.level, hw.threads)
         ax.axvline(cap, color=LEVEL_COLORS.get(c.level, "k"), ls=":", lw=1)
-        ax.annotate(f"{c.level} {fmt_bytes(cap)}", (cap, 1), xycoords=("data", "axes fraction"),
+        ax.annotate(f"{c.level} {fmt_binary_bytes(cap)}", (cap, 1), xycoords=("data", "axes fraction"),
                     textcoords="offset points", xytext=(2, -10), fontsize=7,
                     color=LEVEL_COLORS.get(c.level, "k"))
     ax.set_xscale("log", base=2)
     ticks = [2.0 ** k for k in range(10, 41, 2)]
     if hw.sweep:
         ticks = [t for t in ticks if s[0] / 2 <= t <= s[-1] * 2]
-    ax.set_xticks(ticks, [fmt_bytes(t) for t in ticks], fontsize=7)
+    ax.set_xticks(ticks, [fmt_binary_bytes(t) for t in ticks], fontsize=7)
     ax.set_ylim(bottom=0)
     ax.set_xlabel(f"{hw.setup.get('size_label', 'working set per thread')} (bytes, log scale)")
     ax.set_ylabel("bandwidth, all threads (GB/s)")

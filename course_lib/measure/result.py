@@ -13,9 +13,9 @@ from dataclasses import dataclass, replace
 
 from ..hardware import Hardware
 from ..roofline import COMPUTE_BOUND, MEMORY_BOUND
-from ..roofline import _fmt_time as _fmt_t
+from ..formatting import fmt_binary_bytes, fmt_per_second, fmt_time
 from ..units import Q_
-from .system import cache_level_of, fmt_bytes
+from .system import cache_level_of
 from .timing import Timing
 
 
@@ -94,9 +94,9 @@ class KernelRun:
         return self.bytes_si / self.timing.median
 
     def describe(self) -> str:
-        return (f"{self.name:28s} {self.intensity:9.3f} FLOP/B {_fmt_rate(self.achieved_flops, 'FLOP/s'):>14s} "
-                f"{_fmt_rate(self.achieved_bandwidth, 'B/s'):>11s}  {_fmt_t(self.timing.median):>9s} "
-                f"±{self.timing.spread / 2:4.0%}  {self.threads} thr  {fmt_bytes(self.working_set)} in {self.level}")
+        return (f"{self.name:28s} {self.intensity:9.3f} FLOP/B {fmt_per_second(self.achieved_flops, 'FLOP/s'):>14s} "
+                f"{fmt_per_second(self.achieved_bandwidth, 'B/s'):>11s}  {fmt_time(self.timing.median):>9s} "
+                f"±{self.timing.spread / 2:4.0%}  {self.threads} thr  {fmt_binary_bytes(self.working_set)} in {self.level}")
 
 
 class MeasuredHardware(Hardware):
@@ -211,8 +211,8 @@ class MeasuredHardware(Hardware):
         scale, TFLOP/s and TB/s on a GPU's)."""
         lines = [self.name]
         for p in self.precisions:
-            lines.append(f"  peak {p:5s} {_fmt_rate(self._peaks[p], 'FLOP/s'):>16s} (measured)")
-        lines.append(f"  memory bandwidth {_fmt_rate(self.memory_bandwidth_si, 'B/s')} (measured: {self.memory_label})")
+            lines.append(f"  peak {p:5s} {fmt_per_second(self._peaks[p], 'FLOP/s'):>16s} (measured)")
+        lines.append(f"  memory bandwidth {fmt_per_second(self.memory_bandwidth_si, 'B/s')} (measured: {self.memory_label})")
         if self.memory_capacity_si:
             lines.append(f"  memory capacity  {self.memory_capacity_si / 1e9:.1f} GB")
         for what, src in self.sources.items():
@@ -230,8 +230,8 @@ class MeasuredHardware(Hardware):
                    "repeat, with the median and spread of the peak-size run):")
         for p in self.precisions:
             run = self.runs[f"peak_{p}"]
-            out.append(f"  {p}: {_fmt_rate(self._peaks[p], 'FLOP/s'):>14s}   (n = {s['peak_sizes'][p]}: "
-                       f"median {_fmt_rate(run.achieved_flops, 'FLOP/s')}, {_fmt_t(run.timing.median)} "
+            out.append(f"  {p}: {fmt_per_second(self._peaks[p], 'FLOP/s'):>14s}   (n = {s['peak_sizes'][p]}: "
+                       f"median {fmt_per_second(run.achieved_flops, 'FLOP/s')}, {fmt_time(run.timing.median)} "
                        f"per call, spread {run.timing.spread:.0%}, {len(run.timing.seconds)} repeats)")
         out.append("")
         out.append(f"Memory levels ({s.get('sweep_desc', 'sweep of acc += x over working sets')}):")
@@ -239,7 +239,7 @@ class MeasuredHardware(Hardware):
             out.append("  " + lv.describe())
         for n in self.notes:
             out.append(f"  note: {n}")
-        out.append(f"  memory ceiling of the roofline: {_fmt_rate(self.memory_bandwidth_si, 'B/s')}, "
+        out.append(f"  memory ceiling of the roofline: {fmt_per_second(self.memory_bandwidth_si, 'B/s')}, "
                    f"{self.memory_label}")
         for p in self.precisions:
             out.append(f"  ridge point {p}: {self.ridge_point_si(p):.2f} FLOP/byte (peak / {self.memory_level} bandwidth)")
@@ -260,7 +260,7 @@ class MeasuredHardware(Hardware):
         rows = [f"{'per thread':>11s} {'all threads':>11s} {'best GB/s':>9s} {'median':>8s} {'spread':>7s}"
                 f"  kernel x passes, repeats"]
         for p in self.sweep:
-            rows.append(f"{fmt_bytes(p.size):>11s} {fmt_bytes(p.total):>11s} {p.bandwidth / 1e9:9.1f} "
+            rows.append(f"{fmt_binary_bytes(p.size):>11s} {fmt_binary_bytes(p.total):>11s} {p.bandwidth / 1e9:9.1f} "
                         f"{p.median_bandwidth / 1e9:8.1f} {p.spread:7.0%}  "
                         + (f"window: 1 of {p.passes} per call" if p.method == "window" else f"{p.method} x{p.passes}")
                         + f", {p.repeats}")
@@ -283,14 +283,6 @@ class MeasuredHardware(Hardware):
         from .plots import plot_sweep
 
         return plot_sweep(self, ax=ax, title=title)
-
-
-def _fmt_rate(v: float, unit: str) -> str:
-    """'118.8 GB/s', '3.35 TB/s', '989.4 TFLOP/s': three or four significant digits."""
-    for prefix, f in (("T", 1e12), ("G", 1e9), ("M", 1e6)):
-        if v >= f:
-            return f"{v / f:.4g} {prefix}{unit}"
-    return f"{v:.4g} {unit}"
 
 
 def example() -> MeasuredHardware:

@@ -23,6 +23,8 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..formatting import GiB, KiB, MiB, fmt_binary_bytes  # noqa: F401  (KiB, MiB, GiB: imported from here)
+
 LEVELS = ("L1", "L2", "L3", "DRAM")
 
 # Used only when the OS reports nothing, and only by cache_level_of (never to label a measured
@@ -31,17 +33,6 @@ LEVELS = ("L1", "L2", "L3", "DRAM")
 # DRAM everywhere; between those the answer depends on the CPU.
 SMALLEST_L1 = 32 * 1024
 LARGEST_LLC = 512 * 1024**2
-
-KiB, MiB, GiB = 1024, 1024**2, 1024**3
-
-
-def fmt_bytes(n: float) -> str:
-    """Binary units, as cache sizes are quoted: ``fmt_bytes(49152) == '48 KiB'``."""
-    for unit, size in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
-        if n >= size:
-            v = n / size
-            return f"{v:.0f} {unit}" if abs(v - round(v)) < 0.05 else f"{v:.1f} {unit}"
-    return f"{n:.0f} B"
 
 
 # ---- caches -------------------------------------------------------------------------------
@@ -78,7 +69,7 @@ class CacheInfo:
     def describe(self) -> str:
         if not self.caches:
             return f"caches: {self.source}"
-        parts = [f"{c.level} {fmt_bytes(c.size)}" + (" per core" if c.shared_by <= 1 else
+        parts = [f"{c.level} {fmt_binary_bytes(c.size)}" + (" per core" if c.shared_by <= 1 else
                                                      f" shared by {c.shared_by} CPUs")
                  for c in self.caches]
         return "caches: " + ", ".join(parts) + f" (from {self.source})"
@@ -327,7 +318,7 @@ def memory_budget(fraction: float = 0.5) -> tuple[float, str]:
     if not found:
         return float(GiB), "1 GiB (the OS reports neither available memory nor limits)"
     least, src = min(found)
-    return fraction * least, f"{fraction:.0%} of {fmt_bytes(least)} free ({src})"
+    return fraction * least, f"{fraction:.0%} of {fmt_binary_bytes(least)} free ({src})"
 
 
 @dataclass

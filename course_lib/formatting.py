@@ -1,15 +1,16 @@
-"""Numbers for people: engineering units with sensible precision (the explorers' and the
-plots' text), never ``1.21e+03 s`` or ``2.22e+03 GB``.
+"""Numbers for people, the one place the course formats them: engineering units with sensible
+precision (results, explorers, plots, measurements), never ``1.21e+03 s`` or ``2.22e+03 GB``.
 
 Three significant digits for measured-looking quantities (times, bytes, FLOPs) with an SI
 prefix chosen so the number sits in [1, 1000); rates of 100 and more are whole numbers with
-thousands separators, as the lessons print them. Decimal prefixes for bytes (GB = 10⁹ B), the
-course's convention.
+thousands separators, as the lessons print them; hardware rates (peaks, bandwidths) to four
+significant digits as datasheets print them. Bytes are decimal (GB = 10⁹ B, the course's
+convention: fmt_bytes) unless binary is meant (cache and memory sizes: fmt_binary_bytes, KiB).
 
 >>> fmt_time(1210.4), fmt_time(0.0167), fmt_time(1.2e-4)
 ('20.2 min', '16.7 ms', '120 µs')
->>> fmt_bytes(2.22e12), fmt_flops(2.09e12), fmt_rate(18889.4, "images/s")
-('2.22 TB', '2.09 TFLOP', '18,889 images/s')
+>>> fmt_bytes(2.22e12), fmt_binary_bytes(49152), fmt_flops(2.09e12), fmt_rate(18889.4, "images/s")
+('2.22 TB', '48 KiB', '2.09 TFLOP', '18,889 images/s')
 """
 from __future__ import annotations
 
@@ -70,6 +71,22 @@ def fmt_bytes(nbytes: float) -> str:
     ('16.1 GB', '131 kB', '512 B')
     """
     return _prefixed(float(nbytes), "B")
+
+
+KiB, MiB, GiB = 1024, 1024**2, 1024**3
+
+
+def fmt_binary_bytes(n: float) -> str:
+    """A size in binary units, as cache and memory sizes are quoted (KiB, MiB, GiB).
+
+    >>> fmt_binary_bytes(49152), fmt_binary_bytes(1.5 * MiB), fmt_binary_bytes(80 * GiB), fmt_binary_bytes(512)
+    ('48 KiB', '1.5 MiB', '80 GiB', '512 B')
+    """
+    for unit, size in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
+        if n >= size:
+            v = n / size
+            return f"{v:.0f} {unit}" if abs(v - round(v)) < 0.05 else f"{v:.1f} {unit}"
+    return f"{n:.0f} B"
 
 
 def fmt_flops(flops: float) -> str:

@@ -1,0 +1,13 @@
+"""Fixtures shared by the test modules: what is expensive to make is made once per session
+(per worker under pytest-xdist) and treated as read-only; a test that changes it copies it first."""
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def tiny(tmp_path_factory):
+    """The tiny course of tests/tiny_course.py, its sources and release generated once."""
+    from tiny_course import make_course
+
+    return make_course(tmp_path_factory.mktemp("tiny-course"))
