@@ -195,7 +195,7 @@ def _question_arguments(nb) -> list[str]:
         gid = cell_id(c)
         own = question_of(gid)
         calls = question_calls(c.source)
-        revealed = {q for f, q, _ in calls if f == "reveal"}
+        revealed = {q for f, q, _ in calls if f in ("reveal", "show")}    # show() reveals first
         where = f"cell {gid}" if gid else f"a cell ({c.source.strip()[:40]!r})"
         for f, q, line in calls:
             if q not in known:

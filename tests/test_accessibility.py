@@ -25,7 +25,7 @@ matplotlib.use("Agg")
 
 from course_lib import Hardware, Models, plot_roofline, serve, solve  # noqa: E402
 from course_lib.alt_text import figure_text  # noqa: E402
-from course_lib.engineering import fmt_per_second, fmt_sig  # noqa: E402
+from course_lib.formatting import fmt_per_second, fmt_sig  # noqa: E402
 from course_lib.figure_display import figure_html  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent

@@ -93,8 +93,8 @@ def test_the_cli_exits_1_with_a_line_per_problem(tmp_path, wall, capsys):
 @pytest.mark.parametrize("gid, old, new, problem", [
     ("wall_q1_form", 'check_form("wall_q1"', 'check_form("wall_q11"', "names no question of this notebook"),
     ("wall_q2_form", 'check_form("wall_q2"', 'check_form("wall_q1"', "in a cell of question wall_q2"),
-    ("wall_q1_correct", 'check_answer("wall_q1"', 'check_answer("wall_q2"', "in a cell of question wall_q1"),
-    ("wall_q2_verify", 'reveal("wall_q2")', 'reveal("wall_q1")', "reveals its own question first"),
+    ("wall_q1_correct", 'grade("wall_q1"', 'grade("wall_q2"', "in a cell of question wall_q1"),
+    ("wall_q2_verify", 'show("wall_q2")', 'show("wall_q1")', "reveals its own question first"),
     (None, "(4 points)", "(5 points)", "headings announce different points"),
     ("wall_q1_form", "# Form check", "Form check", "must start with a comment"),
     ("wall_q2_correct", "### BEGIN HIDDEN TESTS", "", "has no hidden-test block"),

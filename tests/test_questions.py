@@ -18,7 +18,8 @@ import pytest
 
 from course_lib.answer_forms import Choice, Number, Ratio, Reason, Regime
 from course_lib.questions import all_questions
-from lesson_questions import SOLUTIONS, meta, strip_delimiters
+from course_lib.question_ids import metadata as meta
+from lesson_questions import SOLUTIONS, strip_delimiters
 
 QUESTIONS = all_questions()
 DECLARED_PREFIXES = {qid.split("_", 1)[0] for qid in QUESTIONS}
