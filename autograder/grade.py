@@ -48,8 +48,9 @@ from . import __version__
 from .course import Course, default_jobs, ensure_assignment, replace_dir, source_extras, template_gradebook, tree_hash
 from .release import ensure_tools_on_path, nbgrader_config
 from .rundir import RunDir, clean_stale
-from .sandbox import (INSTALL_HELP, UNSANDBOXED_WARNING, Limits, die_with_parent, grader_package, make_spec,
-                      matplotlib_cache, missing_packages, package_dirs, probe)
+from .safefiles import copy_tree
+from .sandbox import (INSTALL_HELP, RECORDER_REPLACED, UNSANDBOXED_WARNING, Limits, die_with_parent, grader_package,
+                      make_spec, matplotlib_cache, missing_packages, package_dirs, probe)
 from . import predictions, verify
 
 log = logging.getLogger("autograder")
@@ -94,6 +95,7 @@ def autograde_config(root: Path, spec_json: str, job: dict, user_config: dict | 
     c.SandboxedExecute.startup_timeout = limits.startup_timeout
     c.SandboxedExecute.notebook_timeout = limits.notebook_timeout
     c.SandboxedExecute.capture = json.dumps(job["capture"])
+    c.SandboxedExecute.recorder = job.get("recorder") or ""
     c.SandboxedExecute.deferred = json.dumps(job["hidden"])
     c.SandboxedExecute.cell_timeouts = json.dumps(job.get("cell_timeouts") or {})
     c.SandboxedExecute.shutdown_kernel = "immediate"   # the sandbox is thrown away anyway
@@ -292,11 +294,15 @@ def grade_one(job: dict) -> dict:
     os.chmod(root, 0o700)       # the private gradebook, the hidden tests: never for the kernel's uid
     shutil.copy(job["template_db"], root / "gradebook.db")
     shutil.copytree(job["extras"], root / "source" / a)
-    shutil.copytree(job["submitted"], root / "submitted" / student / a, symlinks=False)
     out = {"student": student, "success": False, "log": "", "error": "", "cause": "", "data": None,
            "autograded": None, "seconds": 0.0, "stopped": {}, "notes": [], "flags": [], "verdicts": {},
-           "predictions": [],
+           "predictions": [], "warnings": [], "recorder": "",
            "answers": {}, "timings": {}}
+    # regular files only, opened without following links (a link to /etc/shadow or the solution
+    # is refused and reported, never read): everything later reads this copy
+    mine = root / "submitted" / student / a
+    for rel, why in copy_tree(job["submitted"], mine):
+        out["warnings"].append(f"{rel}: {why}")
     try:
         for p in sorted((root / "submitted" / student / a).glob("*.ipynb")):
             try:
@@ -311,7 +317,7 @@ def grade_one(job: dict) -> dict:
                     from nbgrader.utils import parse_utc
 
                     gb.add_submission(a, student, extension=parse_utc(job["extension"]))
-        records = _prediction_records(Path(job["submitted"]), verify.from_json(job["tests"]))
+        records = _prediction_records(mine, verify.from_json(job["tests"]))
         limits = Limits(**job["limits"])
         spec_args = (limits, job["sandbox"], tuple(job["packages"]), work)
         spec = make_spec(base / "k", a, root / "submitted" / student / a, Path(job["extras"]), *spec_args)
@@ -329,6 +335,10 @@ def grade_one(job: dict) -> dict:
                 out["predictions"] += [f"{name}: {line}" for line in predictions.summarize(meta)]
                 out["answers"][name] = meta.get("answers", {})
                 out["timings"][name] = meta.get("timings", {})
+                out["recorder"] = out["recorder"] or meta.get("recorder", "")
+                if meta.get("recorder_replaced"):
+                    out["warnings"].append(f"{name}: {RECORDER_REPLACED}: the answers recorded after that failed "
+                                           "their tests")
                 if meta.get("stopped"):
                     out["stopped"][name] = meta["stopped"]
             out["data"] = read_submission("sqlite:///" + str(root / "gradebook.db"), a, student)
@@ -444,6 +454,7 @@ class GradeSummary:
     notes: dict = field(default_factory=dict)      # student -> [what was repaired]
     predictions: dict = field(default_factory=dict)  # student -> [prediction record findings]
     flags: dict = field(default_factory=dict)      # student -> [kernel and clean verdicts disagree]
+    warnings: dict = field(default_factory=dict)   # student -> [refused files, a replaced recorder]
     preflight_seconds: float = 0.0
     cell_timeouts: dict = field(default_factory=dict)
 
@@ -613,6 +624,7 @@ def run_preflight(course: Course, assignment: str, run: Path, plan: dict, job_ba
         raise GradingRefused(f"{assignment}: the instructor's solution does not earn every autograded point, so no "
                              f"student was graded{': ' + cause if cause else ''}\n  " + "\n  ".join(lost))
     record = {"key": preflight_key(course, assignment, sandbox, packages), "seconds": round(time.monotonic() - t0, 2),
+              "recorder": res.get("recorder", ""),
               "notebooks": {nb: {"answers": res["answers"].get(nb, {}), "timings": res["timings"].get(nb, {}),
                                  "verdicts": res["verdicts"].get(nb, {}),
                                  "scores": {g: [v["auto_score"], v["max_score"]] for g, v in d["grades"].items()}}
@@ -717,7 +729,7 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
                 except MissingEntry:
                     pass
         job_base = {**job_base, "limits": asdict(eff), "cell_timeouts": summary.cell_timeouts,
-                    "truth": record["notebooks"]}
+                    "truth": record["notebooks"], "recorder": record.get("recorder", "")}
         bar = Progress(len(todo), f"grading {assignment}", stream) if progress else None
         ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
         with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=_worker_init,
@@ -734,7 +746,7 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
                     except Exception:
                         res = {"student": s, "success": False, "data": None, "autograded": None, "cause":
                                "the worker crashed", "error": traceback.format_exc(), "log": "", "seconds": 0.0,
-                               "stopped": {}, "notes": [], "flags": []}
+                               "stopped": {}, "notes": [], "flags": [], "warnings": []}
                     _finish(course, assignment, res, fps[s], sandbox, summary)
                     shutil.rmtree(run.path / "s" / str(todo.index(s)), ignore_errors=True)
                     if bar:
@@ -760,12 +772,15 @@ def _finish(course: Course, assignment: str, res: dict, fp: str, sandboxed: bool
                     {"status": "graded", "fingerprint": fp,
                      "graded_at": dt.datetime.now(dt.timezone.utc).isoformat(), "sandboxed": sandboxed,
                      "seconds": round(res["seconds"], 2), "stopped": res["stopped"], "notes": res.get("notes", []),
-                     "disagreements": res.get("flags", []), "predictions": res.get("predictions", [])})
+                     "disagreements": res.get("flags", []), "predictions": res.get("predictions", []),
+                     "warnings": res.get("warnings", [])})
         summary.graded.append(s)
         if res["stopped"]:
             summary.stopped[s] = res["stopped"]
         if res.get("notes"):
             summary.notes[s] = res["notes"]
+        if res.get("warnings"):
+            summary.warnings[s] = res["warnings"]
         if res.get("predictions"):
             summary.predictions[s] = res["predictions"]
         if res.get("flags"):
@@ -778,8 +793,11 @@ def _finish(course: Course, assignment: str, res: dict, fp: str, sandboxed: bool
         cause = res.get("cause") or "autograde failed (see the log)"
         _write_json(status_path(course, assignment, s),
                     {"status": "failed", "cause": cause,
-                     "at": dt.datetime.now(dt.timezone.utc).isoformat(), "notes": res.get("notes", [])})
+                     "at": dt.datetime.now(dt.timezone.utc).isoformat(), "notes": res.get("notes", []),
+                     "warnings": res.get("warnings", [])})
         summary.failed[s] = cause
+        if res.get("warnings"):
+            summary.warnings[s] = res["warnings"]
 
 
 # ---------------------------------------------------------------------------------------------

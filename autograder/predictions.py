@@ -34,7 +34,7 @@ from pathlib import Path
 
 from course_lib import predictions as P
 
-MAX_RECORD_BYTES = 4 * 2**20          # a record is a few kB; a bigger file is not one
+MAX_RECORD_BYTES = 2**20             # a record is a few kB; a bigger file is not one (and is not read)
 CHANGED = "changed-after-reveal"
 
 
@@ -101,7 +101,16 @@ def read_record(folder: Path, notebook: str, questions, submitted_at: str | None
         late = [e for e in events if str(e.get("t", "")) > _iso(submitted_at)]
         if late:
             problems.append(f"{len(late)} event(s) dated after the submission time {submitted_at}")
-    return Record(events, sorted(set(problems), key=problems.index), source, copied)
+    return Record(events, _unique(problems), source, copied)
+
+
+MAX_PROBLEMS = 50      # said per record; a hostile file makes thousands
+
+
+def _unique(problems: list) -> list:
+    """The problems once each, in order (linear time), at most MAX_PROBLEMS of them."""
+    out = list(dict.fromkeys(problems))
+    return out if len(out) <= MAX_PROBLEMS else out[:MAX_PROBLEMS] + [f"... and {len(out) - MAX_PROBLEMS} more"]
 
 
 def _iso(timestamp: str) -> str:

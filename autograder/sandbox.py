@@ -58,7 +58,11 @@ from nbgrader.preprocessors import Execute
 log = logging.getLogger("autograder")
 
 SANDBOX_HOME = "/home/student"
+STAGING = "/run/autograder-home"   # inside the sandbox: the prepared home, read-only, copied into SANDBOX_HOME
 NOBODY = 65534
+#: sandboxed kernels of a root grader run as SLOT_UID_BASE + the worker's pid: a uid of their own, so
+#: no other submission's processes count against their process limit (RLIMIT_NPROC is per uid)
+SLOT_UID_BASE = 3_000_000_000
 #: packages the notebooks import, bound read-only into the sandbox (besides the Python install)
 DEFAULT_PACKAGES = ("course_lib",)
 
@@ -70,6 +74,7 @@ class Limits:
     cell_timeout: int = 120          # seconds per cell, then the cell is interrupted
     notebook_timeout: int = 900      # seconds for the whole notebook, then the kernel is killed
     tmp_mb: int = 256                # the private /tmp inside the sandbox (memory-backed)
+    home_mb: int = 256               # the private home inside the sandbox (memory-backed): the disk quota
     memory_mb: int = 4096            # address space of the kernel (RLIMIT_AS)
     tasks: int = 256                 # threads + processes the kernel may add (RLIMIT_NPROC)
     file_size_mb: int = 256          # largest file it may write (RLIMIT_FSIZE)
@@ -188,9 +193,11 @@ _SYMLINKS = {"/bin": "usr/bin", "/sbin": "usr/sbin", "/lib": "usr/lib", "/lib64"
              "/lib32": "usr/lib32", "/libx32": "usr/libx32"}
 
 
-def _bwrap_args(ro: list[str], rw: dict[str, str], chdir: str, drop_to: int | None, tmp_mb: int = 256) -> list[str]:
+def _bwrap_args(ro: list[str], rw: dict[str, str], chdir: str, drop_to: int | None, tmp_mb: int = 256,
+                home: tuple[str, int] | None = None) -> list[str]:
     """The bwrap command line: a tmpfs root with only the given paths in it, and a private
-    writable /tmp of `tmp_mb` MB."""
+    writable /tmp of `tmp_mb` MB. `home` (the prepared home on the host, MB): a private writable
+    SANDBOX_HOME of that size, and the prepared home read-only at STAGING (the shim copies it)."""
     args = [bwrap_path() or "bwrap", "--die-with-parent", "--unshare-pid", "--unshare-net", "--unshare-ipc",
             "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
     if os.geteuid() == 0 and drop_to is not None:
@@ -225,6 +232,12 @@ def _bwrap_args(ro: list[str], rw: dict[str, str], chdir: str, drop_to: int | No
     for path in ro:
         parents(path)
         args += ["--ro-bind", path, path]
+    if home is not None:
+        parents(SANDBOX_HOME)
+        made.add(SANDBOX_HOME)
+        args += ["--perms", "0777", "--size", str(home[1] * 2**20), "--tmpfs", SANDBOX_HOME]
+        parents(STAGING)
+        args += ["--ro-bind", home[0], STAGING]
     for dest, src in rw.items():
         parents(dest)
         args += ["--bind", src, dest]
@@ -233,7 +246,10 @@ def _bwrap_args(ro: list[str], rw: dict[str, str], chdir: str, drop_to: int | No
 
 
 # The first thing that runs inside the sandbox (or, unsandboxed, in the child process): drop
-# privileges, die with the grader, set limits, exec the real program (the kernel, the verifier).
+# privileges, die with the grader, set limits, copy the prepared home into the private one, go
+# into the student's folder, exec the real program (the kernel, the verifier). It runs as
+# `python -I` from a folder that is not the student's: nothing of the submission (a json.py beside
+# the notebook) is imported before the privileges are gone.
 _SHIM = r"""
 import ctypes, json, os, resource, signal, sys
 cfg = json.loads(sys.argv[1])
@@ -268,6 +284,11 @@ for name, value in cfg["rlimits"].items():
     if hard != resource.RLIM_INFINITY:
         value = min(value, hard)
     resource.setrlimit(r, (value, value))
+if cfg.get("stage"):
+    import shutil
+    shutil.copytree(cfg["stage"], cfg["home"], dirs_exist_ok=True)
+if cfg.get("cwd"):
+    os.chdir(cfg["cwd"])
 os.execv(sys.executable, [sys.executable] + cfg["argv"] + sys.argv[2:])
 """
 
@@ -340,13 +361,15 @@ class SandboxSpec:
                    "RLIMIT_FSIZE": lim["file_size_mb"] * 2**20,
                    "RLIMIT_CORE": 0}
         cfg = {"uid": uid, "rlimits": rlimits, "sandboxed": self.enabled, "argv": list(argv),
-               "parent": None if self.enabled else os.getpid(),
+               "parent": None if self.enabled else os.getpid(), "cwd": self.cwd,
+               "stage": STAGING if self.enabled else None, "home": SANDBOX_HOME,
                "keep_read": bool(uid is not None and not self.enabled and not reachable_by_others(self.ro + [python]))}
-        shim = [python, "-c", _SHIM, json.dumps(cfg)] + list(extra)
+        shim = [python, "-I", "-c", _SHIM, json.dumps(cfg)] + list(extra)
         if not self.enabled:
             return shim
-        rw = {SANDBOX_HOME: self.home, self.rundir: self.rundir}
-        return _bwrap_args(self.ro, rw, self.cwd, uid, lim.get("tmp_mb", 256)) + ["--"] + shim
+        rw = {self.rundir: self.rundir}
+        return (_bwrap_args(self.ro, rw, "/", uid, lim.get("tmp_mb", 256), home=(self.home, lim.get("home_mb", 256)))
+                + ["--"] + shim)
 
 
 def kernel_env(home: str, extra: dict | None = None) -> dict:
@@ -430,10 +453,11 @@ def prepare_home(home: Path, assignment: str, files_from: Path | None, extra_fro
     """Create the student's private home: <home>/<assignment>/ holding a copy of their files."""
     work = home / assignment
     work.mkdir(parents=True, exist_ok=True)
+    from .safefiles import copy_tree
+
     for src in (extra_from, files_from):   # the student's own files win over the course's extras
-        if src and src.is_dir():
-            shutil.copytree(src, work, dirs_exist_ok=True, symlinks=False,
-                            ignore=shutil.ignore_patterns(".ipynb_checkpoints", "timestamp.txt"))
+        if src and src.is_dir():           # regular files only: no link is followed (safefiles)
+            copy_tree(src, work, skip={".ipynb_checkpoints", "timestamp.txt"})
     startup = home / ".ipython" / "profile_default" / "startup"
     startup.mkdir(parents=True, exist_ok=True)
     (startup / "00-autograder.py").write_text(STARTUP)
@@ -532,8 +556,9 @@ UNSANDBOXED_WARNING = (
 def make_spec(base: Path, assignment: str, files_from: Path | None, extra_from: Path | None,
               limits: Limits, sandbox: bool, packages=DEFAULT_PACKAGES, top: Path | None = None) -> SandboxSpec:
     """Set up the private home and run directory of one submission under `base`. As root, the
-    kernel runs as `nobody`, sandboxed or not (RLIMIT_NPROC does not bind root)."""
-    uid = NOBODY if os.geteuid() == 0 else None
+    kernel runs unprivileged, sandboxed or not (RLIMIT_NPROC does not bind root): sandboxed as a
+    uid of this worker's own (slot_uid), unsandboxed as `nobody`."""
+    uid = (slot_uid() if sandbox else NOBODY) if os.geteuid() == 0 else None
     home, run = base / "home", socket_dir(base / "run")
     for d in (home, run):
         if d.exists():
@@ -557,6 +582,19 @@ def make_spec(base: Path, assignment: str, files_from: Path | None, extra_from: 
         uid=uid,
         log_file=str(base / "kernel.log"),
     )
+
+
+def slot_uid() -> int:
+    """The uid of this process's sandboxed kernels and verifier: SLOT_UID_BASE + its pid (no
+    two live processes share a pid, so no two concurrently graded submissions share a uid)."""
+    import pwd
+
+    uid = SLOT_UID_BASE + os.getpid()
+    try:
+        pwd.getpwuid(uid)
+    except KeyError:
+        return uid
+    raise RuntimeError(f"uid {uid} (for a sandboxed kernel) belongs to a user: change SLOT_UID_BASE")
 
 
 @lru_cache(maxsize=64)
@@ -668,7 +706,7 @@ class SandboxKernelManager(AsyncKernelManager):
     async def _async_pre_start_kernel(self, **kw):
         spec = self.spec
         kw["env"] = dict(spec.env)
-        kw["cwd"] = spec.home if spec.enabled else spec.cwd   # outer cwd; inside: --chdir
+        kw["cwd"] = spec.rundir   # not the student's folder: the shim goes there once unprivileged
         if spec.log_file:
             out = open(spec.log_file, "ab")
             kw["stdout"] = out
@@ -699,12 +737,86 @@ def strip_warnings(text: str) -> str:
 
 
 def capture_expression(names: list[str]) -> str:
-    """An expression that, evaluated in the kernel's namespace, returns the JSON record of
-    `names` (course_lib.answers.record)."""
-    return f"__import__('course_lib.answers', fromlist=['record']).record({list(names)!r}, globals())"
+    """An expression that, evaluated in the kernel's namespace, returns (the JSON record of
+    `names` (course_lib.answers.record), a fingerprint of the recorder's code): a kernel that
+    replaced the recorder shows another fingerprint than the solution's kernel did."""
+    return ("(lambda m: (m.record({names!r}, globals()), __import__('hashlib').sha256(repr([(f.__module__, "
+            "f.__code__.co_code, [c for c in f.__code__.co_consts if not hasattr(c, 'co_code')], "
+            "f.__code__.co_names) for f in (m.record, m.encode, "
+            "m._encode_numpy, m._float)]).encode()).hexdigest()))(__import__('course_lib.answers', "
+            "fromlist=['record']))").format(names=list(names))
+
+
+RECORDER_REPLACED = ("the kernel replaced the answer recorder (course_lib.answers): its record is not the value of "
+                     "the answer cell, so this answer is not taken")
 
 
 MAX_OUTPUT_CHARS = 100_000     # per output (a text, an image's base64): more is cut with a note
+MAX_NOTEBOOK_OUTPUT_CHARS = 2_000_000   # all outputs of a notebook together: later ones are dropped with a note
+TOTAL_NOTE = ("[... outputs dropped by the grader: this notebook's outputs passed {limit:,} characters in all "
+              "...]\n")
+
+
+def _output_chars(out) -> int:
+    """Characters an output (or a message's content) holds: text, data, traceback."""
+    n = 0
+    for key in ("text", "evalue"):
+        v = out.get(key)
+        n += len(v) if isinstance(v, str) else sum(len(x) for x in v) if isinstance(v, list) else 0
+    for v in (out.get("data") or {}).values():
+        n += len(v) if isinstance(v, str) else sum(len(x) for x in v) if isinstance(v, list) else len(json.dumps(v))
+    n += sum(len(t) for t in out.get("traceback") or [])
+    n += len(json.dumps(out.get("metadata") or {}))
+    return n
+
+
+def cap_total_outputs(cells, limit: int = MAX_NOTEBOOK_OUTPUT_CHARS) -> None:
+    """Keep the outputs of `cells` up to `limit` characters in all; the rest are replaced by one
+    note per cell: 2,500 outputs of 95,000 characters make no 238 MB page."""
+    total = 0
+    for cell in cells:
+        if cell.get("cell_type") != "code":
+            continue
+        kept = []
+        for out in cell.get("outputs", []):
+            size = _output_chars(out)
+            if total + size > limit:
+                kept.append(NotebookNode(output_type="stream", name="stdout", text=TOTAL_NOTE.format(limit=limit)))
+                total = limit + 1
+                break
+            total += size
+            kept.append(out)
+        cell.outputs = kept
+
+
+_ACTIVE_HTML = re.compile(r"<\s*/?\s*(?:script|iframe|frame|object|embed|applet|link|meta|base|form|style|svg|math|"
+                          r"template)\b|\bon[a-z]+\s*=|javascript\s*:|vbscript\s*:|data\s*:\s*text/html|srcdoc",
+                          re.IGNORECASE)
+_SCRIPT_MIMES = ("application/javascript", "text/javascript", "application/x-javascript",
+                 "application/vnd.jupyter.widget-view+json")
+
+
+def active_html(text: str) -> bool:
+    """Whether HTML could run something or reach out when shown (scripts, event handlers,
+    frames, forms, javascript: links...)."""
+    return bool(_ACTIVE_HTML.search(text))
+
+
+def sanitize_outputs(cell) -> None:
+    """A student's outputs made inert for the instructor's and student's pages: JavaScript outputs
+    are dropped, HTML (or SVG) that could run anything is replaced by its text (the output's
+    text/plain, or a note)."""
+    for out in cell.get("outputs", []):
+        data = out.get("data")
+        if not isinstance(data, dict):
+            continue
+        for mime in list(data):
+            value = data[mime]
+            text = "".join(value) if isinstance(value, list) else value
+            if mime in _SCRIPT_MIMES or (mime in ("text/html", "image/svg+xml", "text/markdown", "text/latex")
+                                         and isinstance(text, str) and active_html(text)):
+                del data[mime]
+                data.setdefault("text/plain", f"[{mime} output removed by the grader: it could run code in a browser]")
 
 
 def cap_outputs(cell, limit: int = MAX_OUTPUT_CHARS) -> None:
@@ -761,10 +873,13 @@ class SandboxedExecute(Execute):
     notebook_timeout = Integer(900, config=True)
     capture = Unicode("{}", config=True, help="JSON {answer grade_id: [variable, ...]}: values to record "
                       "right after each of those cells ran")
+    recorder = Unicode("", config=True, help="the recorder's fingerprint in the solution's kernel (preflight); "
+                       "another one means the kernel replaced it")
     deferred = Unicode("[]", config=True, help="JSON [grade_id, ...]: the hidden-test cells, run after all others")
     cell_timeouts = Unicode("{}", config=True, help="JSON {grade_id: seconds}; other cells get `timeout`")
     grade_cell_warnings = Bool(True, config=True, help="remove warning text from test cells' stderr")
     max_output_chars = Integer(MAX_OUTPUT_CHARS, config=True)
+    max_notebook_output_chars = Integer(MAX_NOTEBOOK_OUTPUT_CHARS, config=True)
 
     def __init__(self, *args, **kwargs):
         kwargs["kernel_manager_class"] = SandboxKernelManager
@@ -789,6 +904,8 @@ class SandboxedExecute(Execute):
         order = [i for i, c in enumerate(self.nb.cells) if _grade_id(c) not in deferred]
         last = [i for i, c in enumerate(self.nb.cells) if _grade_id(c) in deferred]
         answers, timings, killed, stopped = {}, {}, threading.Event(), None
+        self._hidden_phase, self._output_total, self._cut_cells = False, 0, set()
+        snapshot, meta_out = None, {}
         with self.setup_kernel():
             assert self.kc
             timer = threading.Timer(self.notebook_timeout, self._kill, args=(killed,))
@@ -797,8 +914,15 @@ class SandboxedExecute(Execute):
             try:
                 info_msg = self.wait_for_reply(self.kc.kernel_info())
                 self.nb.metadata["language_info"] = info_msg["content"]["language_info"]
+                self._lock_rundir()
                 for index in order + last:
                     cell = self.nb.cells[index]
+                    if index in last and snapshot is None:
+                        # the first hidden test is about to enter the kernel: what every other cell
+                        # shows is fixed now (a later display update, widget change or output
+                        # appended to an earlier cell is dropped)
+                        snapshot = self._snapshot(set(last))
+                        self._hidden_phase = True
                     if stopped:
                         if cell.cell_type == "code":
                             cell.outputs = [_error_output("CellNotRun", f"not run: {stopped}")]
@@ -809,7 +933,7 @@ class SandboxedExecute(Execute):
                     try:
                         self.preprocess_cell(cell, resources, index)
                         if gid in capture and cell.cell_type == "code":
-                            answers[gid] = self._capture(capture[gid])
+                            answers[gid] = self._capture(capture[gid], meta_out)
                     except (CellTimeoutError, DeadKernelError) as e:
                         if killed.is_set():
                             stopped = f"the notebook ran past its time limit ({self.notebook_timeout} s)"
@@ -828,7 +952,14 @@ class SandboxedExecute(Execute):
                             cap_outputs(cell, self.max_output_chars)
             finally:
                 timer.cancel()
-        self.set_widgets_metadata()
+        if snapshot is not None:
+            self._restore(snapshot)
+        # no widget state is kept: its views are JavaScript (removed from the outputs below), and
+        # it is one more channel out of the kernel
+        self.nb.metadata.pop("widgets", None)
+        for cell in self.nb.cells:
+            if cell.cell_type == "code":
+                sanitize_outputs(cell)
         if self.grade_cell_warnings:
             self._strip_grade_cell_warnings()
         meta = self.nb.metadata.setdefault("autograder", {})
@@ -836,9 +967,56 @@ class SandboxedExecute(Execute):
         meta["timings"] = timings
         meta["hidden_run_last"] = [_grade_id(self.nb.cells[i]) for i in last]
         meta["sandboxed"] = SandboxSpec.from_json(self.sandbox_spec).enabled
+        meta.update(meta_out)
         if stopped:
             meta["stopped"] = stopped
         return self.nb, self.resources
+
+    def _snapshot(self, hidden: set) -> dict:
+        import copy
+
+        return {"outputs": {i: copy.deepcopy(c.get("outputs", [])) for i, c in enumerate(self.nb.cells)
+                            if c.cell_type == "code" and i not in hidden}}
+
+    def _restore(self, snapshot: dict) -> None:
+        for i, outputs in snapshot["outputs"].items():
+            self.nb.cells[i].outputs = outputs
+
+    def _update_display_id(self, display_id, msg):
+        if not getattr(self, "_hidden_phase", False):   # after: an update of an earlier output is dropped
+            super()._update_display_id(display_id, msg)
+
+    def handle_comm_msg(self, outs, msg, cell_index):
+        if not getattr(self, "_hidden_phase", False):   # after: widget state no longer changes
+            super().handle_comm_msg(outs, msg, cell_index)
+
+    def output(self, outs, msg, display_id, cell_index):
+        """nbclient's output, within the notebook's total (MAX_NOTEBOOK_OUTPUT_CHARS): beyond it an
+        output is dropped before it is kept in memory, with one note in its cell."""
+        size = _output_chars(msg.get("content") or {})
+        if not hasattr(self, "_output_total"):
+            self._output_total, self._cut_cells, self._hidden_phase = 0, set(), False
+        if self._output_total + size > self.max_notebook_output_chars:
+            if cell_index not in self._cut_cells:
+                self._cut_cells.add(cell_index)
+                outs.append(NotebookNode(output_type="stream", name="stdout",
+                                         text=TOTAL_NOTE.format(limit=self.max_notebook_output_chars)))
+            return None
+        self._output_total += size
+        return super().output(outs, msg, None if self._hidden_phase else display_id, cell_index)
+
+    def _lock_rundir(self) -> None:
+        """Once the kernel has bound its sockets, its run directory (on the host's disk) is the
+        grader's again: the kernel can no longer write files there (the per-submission disk quota
+        is the private home and /tmp, both memory-backed and sized)."""
+        spec = SandboxSpec.from_json(self.sandbox_spec)
+        if spec.enabled and spec.uid is not None and os.geteuid() == 0:
+            for p in (os.path.join(spec.rundir, "kernel.json"), spec.rundir):
+                try:
+                    os.chown(p, 0, 0)
+                except OSError:
+                    pass
+            os.chmod(spec.rundir, 0o711)
 
     def _kill(self, killed):
         killed.set()
@@ -848,9 +1026,11 @@ class SandboxedExecute(Execute):
         except Exception as e:  # pragma: no cover
             log.warning("could not kill the kernel: %s", e)
 
-    def _capture(self, names) -> dict:
+    def _capture(self, names, meta_out: dict) -> dict:
         """The record of `names` in the student's kernel now (course_lib.answers.record); a
-        failure is recorded for each name. A silent request: no pre/post-run hooks fire."""
+        failure is recorded for each name. A silent request: no pre/post-run hooks fire. Where the
+        recorder is not the solution kernel's (`recorder`), nothing is taken and it is flagged
+        (meta_out["recorder_replaced"])."""
         try:
             msg_id = self.kc.execute("", silent=True, store_history=False,
                                      user_expressions={"values": capture_expression(names)})
@@ -859,7 +1039,20 @@ class SandboxedExecute(Execute):
             if res.get("status") != "ok":
                 why = f"recording failed in the kernel: {res.get('ename')}: {str(res.get('evalue'))[:200]}"
                 return {n: {"error": why} for n in names}
-            values = json.loads(ast.literal_eval(res["data"]["text/plain"]))
+            text = res["data"]["text/plain"]
+            if len(text) > 4 * 2**20:
+                return {n: {"error": "the record is larger than 4 MB: not an answer"} for n in names}
+            got = ast.literal_eval(text)
+            if not (isinstance(got, tuple) and len(got) == 2 and all(isinstance(x, str) for x in got)):
+                return {n: {"error": f"{RECORDER_REPLACED} (it returned {type(got).__name__})"} for n in names}
+            record, fingerprint = got
+            meta_out.setdefault("recorder", fingerprint)
+            if self.recorder and fingerprint != self.recorder:
+                meta_out["recorder_replaced"] = True
+                return {n: {"error": RECORDER_REPLACED} for n in names}
+            values = json.loads(record)
+            if not isinstance(values, dict):
+                return {n: {"error": f"{RECORDER_REPLACED} (not a record)"} for n in names}
             return {n: values[n] if isinstance(values.get(n), dict) else {"error": "not recorded"} for n in names}
         except Exception as e:
             log.warning("could not record the answer values: %s", e)
