@@ -30,6 +30,7 @@ version, course_lib and the sandbox state have not changed since it was last gra
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime as dt
 import json
@@ -37,7 +38,9 @@ import logging
 import multiprocessing
 import os
 import shutil
+import signal
 import sys
+import threading
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -51,7 +54,7 @@ from .rundir import RunDir, clean_stale
 from .safefiles import copy_tree
 from .sandbox import (INSTALL_HELP, RECORDER_REPLACED, UNSANDBOXED_WARNING, Limits, die_with_parent, grader_package,
                       make_spec, matplotlib_cache, missing_packages, package_dirs, probe)
-from . import predictions, verify
+from . import csvsafe, predictions, verify
 
 log = logging.getLogger("autograder")
 
@@ -59,6 +62,27 @@ SOLUTION = "(solution)"          # the preflight's student id: not a valid colle
 MIN_CELL_TIMEOUT = 10            # seconds: the floor of a derived per-cell limit
 CELL_TIMEOUT_FACTOR = 20         # x the solution's time for that cell
 PREFLIGHT_CELL_TIMEOUT = 120     # seconds per cell while the solution runs (nothing known yet)
+PARSE_SECONDS = 60               # reading what a submission supplies outside the sandbox (its prediction record)
+
+
+@contextlib.contextmanager
+def time_limit(seconds: int, what: str):
+    """Raise TimeoutError when the block runs longer than `seconds` (in a worker's main thread:
+    a hostile file fails its own student, never stalls the class). Elsewhere: no limit."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expired(*_):
+        raise TimeoutError(f"{what} took longer than {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
 class GradingRefused(SystemExit):
@@ -317,7 +341,8 @@ def grade_one(job: dict) -> dict:
                     from nbgrader.utils import parse_utc
 
                     gb.add_submission(a, student, extension=parse_utc(job["extension"]))
-        records = _prediction_records(mine, verify.from_json(job["tests"]))
+        with time_limit(PARSE_SECONDS, "reading the prediction record handed in"):
+            records = _prediction_records(mine, verify.from_json(job["tests"]))
         limits = Limits(**job["limits"])
         spec_args = (limits, job["sandbox"], tuple(job["packages"]), work)
         spec = make_spec(base / "k", a, root / "submitted" / student / a, Path(job["extras"]), *spec_args)
@@ -848,7 +873,7 @@ def write_grades_csv(course: Course, assignment: str, path: Path) -> Path:
                      for sub in a.submissions}
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as f:
-        w = csv.writer(f)
+        w = csvsafe.Writer(f)
         w.writerow(["student_id"] + nbs + ["late_penalty", "total", "max_score", "status"])
         top = _fmt(sum(maxes.get(nb, 0) for nb in nbs))
         for s in sorted(set(sc) | set(failed)):

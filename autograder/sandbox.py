@@ -286,7 +286,11 @@ for name, value in cfg["rlimits"].items():
     resource.setrlimit(r, (value, value))
 if cfg.get("stage"):
     import shutil
-    shutil.copytree(cfg["stage"], cfg["home"], dirs_exist_ok=True)
+    for top, dirs, files in os.walk(cfg["stage"]):
+        dest = os.path.normpath(os.path.join(cfg["home"], os.path.relpath(top, cfg["stage"])))
+        os.makedirs(dest, exist_ok=True)
+        for name in files:
+            shutil.copyfile(os.path.join(top, name), os.path.join(dest, name))
 if cfg.get("cwd"):
     os.chdir(cfg["cwd"])
 os.execv(sys.executable, [sys.executable] + cfg["argv"] + sys.argv[2:])
