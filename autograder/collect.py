@@ -320,6 +320,8 @@ def _colliding(course: Course, by_student: dict, infos: dict) -> dict:
     known = _gradebook_lms_ids(course, list(clashes))
     out = {}
     for sid, keys in clashes.items():
+        keys = sorted(keys, key=lambda k: (len(k[1]), k[1]))
+
         def who(k):
             return f"{infos[k].get('name') or sid!r} (LMS id {k[1] or 'none'})"
         owner = [k for k in keys if k[1] and k[1] == known.get(sid)]

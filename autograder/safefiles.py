@@ -83,7 +83,15 @@ def walk(top: Path | str, limit: int = MAX_FILE, total: int = MAX_TOTAL, skip=()
         return [], [(".", f"{_kind(st.st_mode)}, not a folder: refused")]
     for dirpath, dirnames, filenames, dirfd in os.fwalk(top, follow_symlinks=False):
         rel_dir = os.path.relpath(dirpath, top)
-        dirnames[:] = [d for d in sorted(dirnames) if d not in skip]
+        kept = []
+        for d in sorted(dirnames):
+            if d in skip:
+                continue
+            if stat.S_ISLNK(os.stat(d, dir_fd=dirfd, follow_symlinks=False).st_mode):
+                refused.append((d if rel_dir == "." else os.path.join(rel_dir, d), "a symbolic link: refused"))
+                continue
+            kept.append(d)
+        dirnames[:] = kept
         for name in sorted(filenames):
             if name in skip:
                 continue
