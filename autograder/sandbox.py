@@ -956,6 +956,7 @@ class SandboxedExecute(Execute):
                             cap_outputs(cell, self.max_output_chars)
             finally:
                 timer.cancel()
+        self._lock_rundir(unlock=True)     # the next notebook's kernel makes its sockets there
         if snapshot is not None:
             self._restore(snapshot)
         # no widget state is kept: its views are JavaScript (removed from the outputs below), and
@@ -1009,18 +1010,20 @@ class SandboxedExecute(Execute):
         self._output_total += size
         return super().output(outs, msg, None if self._hidden_phase else display_id, cell_index)
 
-    def _lock_rundir(self) -> None:
+    def _lock_rundir(self, unlock: bool = False) -> None:
         """Once the kernel has bound its sockets, its run directory (on the host's disk) is the
         grader's again: the kernel can no longer write files there (the per-submission disk quota
-        is the private home and /tmp, both memory-backed and sized)."""
+        is the private home and /tmp, both memory-backed and sized). `unlock`, once that kernel
+        is gone: the kernel's uid's again, for the next notebook's kernel."""
         spec = SandboxSpec.from_json(self.sandbox_spec)
         if spec.enabled and spec.uid is not None and os.geteuid() == 0:
+            owner = spec.uid if unlock else 0
             for p in (os.path.join(spec.rundir, "kernel.json"), spec.rundir):
                 try:
-                    os.chown(p, 0, 0)
+                    os.chown(p, owner, owner)
                 except OSError:
                     pass
-            os.chmod(spec.rundir, 0o711)
+            os.chmod(spec.rundir, 0o755 if unlock else 0o711)
 
     def _kill(self, killed):
         killed.set()
