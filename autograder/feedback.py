@@ -51,7 +51,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from .course import HIDDEN_BEGIN, Course, default_jobs, hidden_test_lines, strip_hidden_tests
 from .release import ensure_tools_on_path
 from .safefiles import read_regular
-from .sandbox import active_html, cap_outputs, cap_total_outputs, sanitize_outputs
+from .sandbox import cap_outputs, cap_total_outputs, sanitize_markdown, sanitize_outputs
 
 log = logging.getLogger("autograder")
 MIN_LINE = 12     # shorter hidden lines ("else:", ")") give nothing away and are too common to match
@@ -130,8 +130,7 @@ class SafeFeedback(NbGraderPreprocessor):
         for cell in nb.cells:
             if cell.cell_type == "code":
                 sanitize_outputs(cell)
-            elif active_html(cell.get("source", "")):
-                cell.source = inert_markdown(cell.source)
+        sanitize_markdown(nb.cells)
         cap_total_outputs(nb.cells)
         self._awaiting(nb, resources)
         nb.metadata.pop("autograder", None)
@@ -159,12 +158,6 @@ class SafeFeedback(NbGraderPreprocessor):
                     m["awaiting"] = True
                     total += g.max_score or 0.0
         info["awaiting_points"] = total
-
-
-def inert_markdown(source: str) -> str:
-    """A markdown cell whose HTML could run code, shown as its text."""
-    return ("*[shown as text by the grader: this cell's HTML could run code in a browser]*\n\n<pre>"
-            + html.escape(source) + "</pre>")
 
 
 def configure_nbgrader_feedback(c) -> None:

@@ -53,7 +53,7 @@ from .release import ensure_tools_on_path, nbgrader_config
 from .rundir import RunDir, clean_stale
 from .safefiles import copy_tree
 from .sandbox import (INSTALL_HELP, RECORDER_REPLACED, UNSANDBOXED_WARNING, Limits, die_with_parent, grader_package,
-                      make_spec, matplotlib_cache, missing_packages, package_dirs, probe)
+                      make_spec, matplotlib_cache, missing_packages, package_dirs, probe, sanitize_markdown)
 from . import csvsafe, predictions, verify
 
 log = logging.getLogger("autograder")
@@ -256,6 +256,7 @@ def _apply_clean_verdicts(root: Path, a: str, student: str, dest: Path, job: dic
                                   "clean": same_values["score"], "message": same_values["message"]})
             verdicts[nb_name] = mine
             nb.metadata.setdefault("autograder", {})["verdicts"] = mine
+            sanitize_markdown(nb.cells)     # the formgrader shows this notebook: nothing in it may run
             path = dest / f"{nb_name}.ipynb"
             mode = path.stat().st_mode
             path.chmod(mode | 0o200)      # nbgrader leaves autograded notebooks read-only (444)

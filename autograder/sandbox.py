@@ -12,7 +12,13 @@ The kernel process — the only process that runs students' code — is started 
 * No network (--unshare-net): the kernel talks to the grader over unix sockets (ZeroMQ "ipc"
   transport) in the run directory, which is why TCP is not needed.
 * Fresh pid/ipc/uts namespaces, a minimal environment (no instructor variables), and when the
-  grader runs as root the kernel drops to an unprivileged uid (nobody) inside the sandbox.
+  grader runs as root the kernel drops to an unprivileged uid of its worker's own (slot_uid:
+  no other submission's processes count against its process limit) inside the sandbox. The
+  first program (the shim) runs as `python -I` outside the student's folder, so nothing handed
+  in (a json.py) is imported while it still has privileges.
+* The home is a private tmpfs of --disk MB holding a copy of the student's files (regular files
+  only: autograder.safefiles), /tmp another one; the run directory on the host is the grader's
+  again once the kernel's sockets exist: a kernel cannot fill the host's disk.
 * Limits: address space (RLIMIT_AS), tasks (RLIMIT_NPROC: threads + processes), file size,
   no core dumps; a per-cell timeout (nbclient interrupts the cell) and a per-notebook wall
   clock after which the kernel is killed.
@@ -794,7 +800,7 @@ def cap_total_outputs(cells, limit: int = MAX_NOTEBOOK_OUTPUT_CHARS) -> None:
 
 
 _ACTIVE_HTML = re.compile(r"<\s*/?\s*(?:script|iframe|frame|object|embed|applet|link|meta|base|form|style|svg|math|"
-                          r"template)\b|\bon[a-z]+\s*=|javascript\s*:|vbscript\s*:|data\s*:\s*text/html|srcdoc",
+                          r"template)\b|\bon[a-z]+\s*=|javascript\s*:|vbscript\s*:|data\s*:\s*text/html|srcdoc\s*=",
                           re.IGNORECASE)
 _SCRIPT_MIMES = ("application/javascript", "text/javascript", "application/x-javascript",
                  "application/vnd.jupyter.widget-view+json")
@@ -804,6 +810,25 @@ def active_html(text: str) -> bool:
     """Whether HTML could run something or reach out when shown (scripts, event handlers,
     frames, forms, javascript: links...)."""
     return bool(_ACTIVE_HTML.search(text))
+
+
+INERT_NOTE = "*[shown as text by the grader: this cell's HTML could run code in a browser]*"
+
+
+def inert_markdown(source: str) -> str:
+    """A markdown (or raw) cell whose HTML could run code, as its text: escaped (also `=` and
+    `:`, so that the result is no longer active_html) inside <pre>."""
+    import html
+
+    text = html.escape(source).replace("=", "&#61;").replace(":", "&#58;")
+    return f"{INERT_NOTE}\n\n<pre>{text}</pre>"
+
+
+def sanitize_markdown(cells) -> None:
+    """Markdown and raw cells of `cells` that could run code in a browser, made text (in place)."""
+    for cell in cells:
+        if cell.get("cell_type") in ("markdown", "raw") and active_html(cell.get("source", "")):
+            cell["source"] = inert_markdown(cell["source"])
 
 
 def sanitize_outputs(cell) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import html
 import json
 import os
 import re
@@ -26,6 +27,7 @@ import pytest
 from autograder.course import Course
 from autograder.feedback import leaked_lines, source_secrets
 from autograder.grade import cell_scores
+from autograder.sandbox import INERT_NOTE, active_html
 from tiny_course import FAST, SANDBOX, WHY_NOT, make_course, run_cli, student_nb, write_class
 
 pytestmark = [pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning"),
@@ -286,7 +288,11 @@ def test_student_html_and_javascript_cannot_run_in_the_pages(attacked):
     assert not re.search(r"<script[^>]*>[^<]*PWNED", page)
     assert not re.search(r"<[a-z][^>]*\son[a-z]+\s*=", page, re.IGNORECASE), \
         re.findall(r"<[a-z][^>]*\son[a-z]+\s*=[^>]*>", page, re.IGNORECASE)[:3]
-    assert "window.PWNED=4" in page.replace("&quot;", '"')      # the written answer is there, as text
+    assert 'onerror="window.PWNED=4"' in html.unescape(page)      # the written answer is there, as text
+    # the autograded notebook the formgrader shows the instructor: no script output, the answer as text
     book = _autograded(attacked, "html")
     stored = json.dumps([c.get("outputs", []) for c in book.cells if c.cell_type == "code"])
     assert "application/javascript" not in stored and "onerror" not in stored
+    answer = next(c for c in book.cells if c.metadata.get("nbgrader", {}).get("grade_id") == REFLECTION)
+    assert answer.source.startswith(INERT_NOTE) and not active_html(answer.source)
+    assert 'onerror="window.PWNED=4"' in html.unescape(answer.source)
