@@ -1021,19 +1021,22 @@ class SandboxedExecute(Execute):
             super().handle_comm_msg(outs, msg, cell_index)
 
     def output(self, outs, msg, display_id, cell_index):
-        """nbclient's output, within the notebook's total (MAX_NOTEBOOK_OUTPUT_CHARS): beyond it an
-        output is dropped before it is kept in memory, with one note in its cell."""
-        size = _output_chars(msg.get("content") or {})
+        """nbclient's output, cut to max_output_chars at once and kept within the notebook's total
+        (MAX_NOTEBOOK_OUTPUT_CHARS): beyond it an output is dropped before it is kept, with one
+        note in its cell."""
         if not hasattr(self, "_output_total"):
             self._output_total, self._cut_cells, self._hidden_phase = 0, set(), False
-        if self._output_total + size > self.max_notebook_output_chars:
+        if self._output_total >= self.max_notebook_output_chars:
             if cell_index not in self._cut_cells:
                 self._cut_cells.add(cell_index)
                 outs.append(NotebookNode(output_type="stream", name="stdout",
                                          text=TOTAL_NOTE.format(limit=self.max_notebook_output_chars)))
             return None
-        self._output_total += size
-        return super().output(outs, msg, None if self._hidden_phase else display_id, cell_index)
+        out = super().output(outs, msg, None if self._hidden_phase else display_id, cell_index)
+        if out is not None:
+            cap_outputs({"outputs": [out]}, self.max_output_chars)    # each output cut at once (with its note)
+            self._output_total += _output_chars(out)
+        return out
 
     def _lock_rundir(self, unlock: bool = False) -> None:
         """Once the kernel has bound its sockets, its run directory (on the host's disk) is the
