@@ -762,6 +762,7 @@ RECORDER_REPLACED = ("the kernel replaced the answer recorder (course_lib.answer
 
 
 MAX_OUTPUT_CHARS = 100_000     # per output (a text, an image's base64): more is cut with a note
+CUT_NOTE = "\n[... output cut by the grader: {n:,} characters, the first {k:,} shown ...]\n"
 MAX_NOTEBOOK_OUTPUT_CHARS = 2_000_000   # all outputs of a notebook together: later ones are dropped with a note
 TOTAL_NOTE = ("[... outputs dropped by the grader: this notebook's outputs passed {limit:,} characters in all "
               "...]\n")
@@ -851,13 +852,13 @@ def sanitize_outputs(cell) -> None:
 def cap_outputs(cell, limit: int = MAX_OUTPUT_CHARS) -> None:
     """Cut every output of `cell` longer than `limit` characters, saying so: a 10 MB line must
     not be stored in the gradebook's notebooks and fed back whole."""
-    note = "\n[... output cut by the grader: {n:,} characters, the first {k:,} shown ...]\n"
+    note = CUT_NOTE
     for out in cell.get("outputs", []):
         kind = out.get("output_type")
         if kind == "stream":
             text = out.get("text", "")
             text = "".join(text) if isinstance(text, list) else text
-            if len(text) > limit:
+            if len(text) > limit and not text[limit:].startswith("\n[... output cut by the grader: "):
                 out["text"] = text[:limit] + note.format(n=len(text), k=limit)
         elif kind == "error":
             tb = out.get("traceback", [])
@@ -978,6 +979,7 @@ class SandboxedExecute(Execute):
                     finally:
                         if cell.cell_type == "code":
                             timings[gid or f"#{index}"] = round(time.monotonic() - t0, 4)
+                            self._stream_notes(cell)
                             cap_outputs(cell, self.max_output_chars)
             finally:
                 timer.cancel()
@@ -1026,6 +1028,22 @@ class SandboxedExecute(Execute):
         note in its cell."""
         if not hasattr(self, "_output_total"):
             self._output_total, self._cut_cells, self._hidden_phase = 0, set(), False
+        if not hasattr(self, "_stream_seen"):
+            self._stream_seen = {}
+        content = msg.get("content") or {}
+        hooked = self.output_hook_stack[msg["parent_header"].get("msg_id")]
+        if msg.get("msg_type") == "stream" and not hooked:
+            # streams are merged as they come (as nbclient would at the cell's end), keeping the
+            # first max_output_chars and counting the rest for the cut note
+            for prev in reversed(outs):
+                if prev.get("output_type") == "stream" and prev.get("name") == content.get("name"):
+                    text = content.get("text", "")
+                    self._stream_seen[id(prev)] = self._stream_seen.get(id(prev), len(prev["text"])) + len(text)
+                    add = text[:max(0, min(self.max_output_chars - len(prev["text"]),
+                                           self.max_notebook_output_chars - self._output_total))]
+                    prev["text"] += add
+                    self._output_total += len(add)
+                    return None
         if self._output_total >= self.max_notebook_output_chars:
             if cell_index not in self._cut_cells:
                 self._cut_cells.add(cell_index)
@@ -1034,9 +1052,21 @@ class SandboxedExecute(Execute):
             return None
         out = super().output(outs, msg, None if self._hidden_phase else display_id, cell_index)
         if out is not None:
-            cap_outputs({"outputs": [out]}, self.max_output_chars)    # each output cut at once (with its note)
+            if out.get("output_type") == "stream" and not hooked:
+                self._stream_seen[id(out)] = len(out["text"])
+                out["text"] = out["text"][:self.max_output_chars]
+            else:
+                cap_outputs({"outputs": [out]}, self.max_output_chars)    # cut at once (with its note)
             self._output_total += _output_chars(out)
         return out
+
+    def _stream_notes(self, cell) -> None:
+        """The cut note on each stream of `cell` that was cut while it came in."""
+        seen = getattr(self, "_stream_seen", {})
+        for out in cell.get("outputs", []):
+            n = seen.pop(id(out), 0)
+            if out.get("output_type") == "stream" and n > len(out.get("text", "")):
+                out["text"] = out["text"] + CUT_NOTE.format(n=n, k=len(out["text"]))
 
     def _lock_rundir(self, unlock: bool = False) -> None:
         """Once the kernel has bound its sockets, its run directory (on the host's disk) is the
