@@ -542,7 +542,7 @@ def probe() -> tuple[bool, str]:
                 return False, f"bubblewrap failed to start (exit {p.returncode}): {p.stderr.strip()[-400:]}"
     finally:
         listener.close()
-    return True, "bubblewrap " + ("(kernel runs as nobody)" if uid is not None else "(user namespace)")
+    return True, "bubblewrap " + ("(each kernel as an unprivileged uid of its own)" if uid is not None else "(user namespace)")
 
 
 INSTALL_HELP = (
