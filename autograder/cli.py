@@ -37,7 +37,7 @@ def _limits(args):
     from .sandbox import Limits
 
     return Limits(cell_timeout=args.timeout, notebook_timeout=args.notebook_timeout, memory_mb=args.memory,
-                  tasks=args.tasks)
+                  tasks=args.tasks, home_mb=args.disk)
 
 
 def _assignment_names(course: Course, names: list[str], all_: bool) -> list[str]:
@@ -157,6 +157,9 @@ def cmd_grade(args) -> int:
     for student, notes in sorted(s.notes.items()):
         for note in notes:
             print(f"  repaired: {student} {note}")
+    for student, lines in sorted(s.warnings.items()):
+        for line in lines:
+            print(f"  WARNING: {student} {line}")
     for student, lines in sorted(s.predictions.items()):
         for line in lines:
             print(f"  predictions: {student} {line}")
@@ -317,6 +320,8 @@ def parser() -> argparse.ArgumentParser:
                    help="seconds per notebook (default: max(300 s, 20x the solution's whole run))")
     g.add_argument("--memory", type=int, default=4096, help="MB of address space per kernel (default 4096)")
     g.add_argument("--tasks", type=int, default=256, help="threads + processes per kernel (default 256)")
+    g.add_argument("--disk", type=int, default=256, help="MB a sandboxed kernel may write into its home (default "
+                   "256; memory-backed, like its private /tmp)")
     sb = g.add_mutually_exclusive_group()
     sb.add_argument("--no-sandbox", action="store_true",
                     help="run students' code without the sandbox, with your rights (as nobody when root); not advised")

@@ -8,10 +8,24 @@ Input, any of:
   nbgrader's late penalties apply) and submission_secret.txt (`nbgrader release_feedback` needs
   both, and they are kept through grading);
 * a Moodle download (folders `Alice Ng_123456_assignsubmission_file_`): the student id is the
-  name, lower-cased with underscores (alice_ng), and the name goes into the gradebook;
+  name, lower-cased with underscores (alice_ng), and the name and Moodle's participant id
+  (123456) go into the gradebook (lms_user_id). Two participants whose names give one id ("Bob
+  Smith!" and "Bob Smith") are told apart by that participant id: the one the gradebook already
+  knows under the id keeps it, the other is refused with a message; where the gradebook knows
+  neither, both are refused (never one silently replacing the other);
 * a Canvas download (flat `<login>_<userid>_<submissionid>_<file>`): the student id is the
   login; a `late_` marker becomes a timestamp one second after the due date in the gradebook
   (or, without a due date yet, the time of collection), so nbgrader's late penalty applies.
+
+Submission times come from the exchange (its folder name and timestamp.txt, written by
+nbgrader's submit) or from the LMS's own metadata (Canvas's late_ marker), never from a file in
+an upload: a timestamp.txt in a folder or zip is ignored and said so.
+
+An exchange submission must be the student's own: its folder and everything in it owned by the
+uid of the student it names (or by root or the grader's own user, who could write anything
+anyway). One made by another user (`bob+A+<later time>+x` created by mallory) is refused and
+reported, and the student's own latest submission is collected instead. The hub kit makes the
+inbound sticky (1733), so no student can remove or rename another's entries either.
 
 A UTF-8 byte-order mark is removed (nbformat cannot read it) and said so.
 
@@ -22,7 +36,8 @@ Every problem is reported and skipped; none stops the batch or touches anyone el
 * a student id that is not a safe folder name;
 * the same student twice (two folders differing only in case, two copies of a notebook): nothing
   is collected for that student, and an earlier collected copy stays as it was;
-* unsafe zip entries (absolute paths, '..', oversized files).
+* unsafe zip entries (absolute paths, '..', oversized files, over-long names, too many entries);
+* symbolic links, FIFOs, devices and sockets: never followed or opened (autograder.safefiles).
 
 Originals are only read. A student's folder in submitted/ is replaced in one rename, and only
 when the new submission holds at least one valid notebook.
@@ -39,6 +54,7 @@ from pathlib import Path, PurePosixPath
 
 from .course import COURSE_ID, Course, replace_dir
 from .repair import BOM
+from .safefiles import read_regular, walk
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$")
 CANVAS = re.compile(r"^(?P<student>[A-Za-z0-9]+)_(?P<late>late_)?\d+_\d+_(?P<file>.+)$")
@@ -47,6 +63,8 @@ RECORD = ".predictions.jsonl"     # the prediction record beside the notebook (c
 KEEP = ("timestamp.txt", "submission_secret.txt", RECORD)   # kept as they are: nbgrader's own files, the record
 MAX_FILE = 64 * 2**20
 MAX_TOTAL = 4 * 2**30
+MAX_ENTRIES = 20_000     # files in one LMS zip
+MAX_NAME = 512           # characters of a path in a zip or a folder
 IGNORED = {".DS_Store", "Thumbs.db", "desktop.ini"}
 
 
@@ -73,8 +91,8 @@ class CollectReport:
         return "\n".join(lines)
 
 
-def moodle_id(folder: str) -> tuple[str, str] | None:
-    """'Alice Ng_123456_assignsubmission_file_' -> ('alice_ng', 'Alice Ng')."""
+def moodle_id(folder: str) -> tuple[str, str, str] | None:
+    """'Alice Ng_123456_assignsubmission_file_' -> ('alice_ng', 'Alice Ng', '123456')."""
     import unicodedata
 
     m = MOODLE.match(folder)
@@ -83,7 +101,7 @@ def moodle_id(folder: str) -> tuple[str, str] | None:
     name = m.group("name").strip()
     ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
     slug = re.sub(r"[^a-z0-9]+", "_", ascii_name.lower()).strip("_")
-    return (slug or f"moodle_{m.group('id')}"), name
+    return (slug or f"moodle_{m.group('id')}"), name, m.group("id")
 
 
 def _zip_entries(path: Path, report: CollectReport):
@@ -91,6 +109,13 @@ def _zip_entries(path: Path, report: CollectReport):
     total = 0
     with zipfile.ZipFile(path) as z:
         infos = [i for i in z.infolist() if not i.is_dir()]
+        if len(infos) > MAX_ENTRIES:
+            report.problem("", path.name, f"more than {MAX_ENTRIES:,} files in the zip: not read")
+            return
+        long = [i for i in infos if len(i.filename) > MAX_NAME]
+        for i in long:
+            report.problem("", i.filename[:80] + "...", f"a name longer than {MAX_NAME} characters")
+        infos = [i for i in infos if len(i.filename) <= MAX_NAME]
         names = [PurePosixPath(i.filename) for i in infos]
         # a single top folder holding everything (e.g. "submissions/") is not a student
         tops = {n.parts[0] for n in names if len(n.parts) > 1}
@@ -113,7 +138,7 @@ def _zip_entries(path: Path, report: CollectReport):
             if len(parts) >= 2:
                 mood = moodle_id(parts[0])
                 if mood:
-                    yield mood[0], "/".join(parts[1:]), z.read(info), {"name": mood[1]}
+                    yield mood[0], "/".join(parts[1:]), z.read(info), {"name": mood[1], "lms_id": mood[2]}
                 else:
                     yield parts[0], "/".join(parts[1:]), z.read(info), {}
             else:
@@ -133,23 +158,27 @@ def _dir_entries(source: Path, assignment: str, report: CollectReport):
             m = CANVAS.match(entry.name)
             if m and entry.is_file() and not entry.is_symlink():
                 file = re.sub(r"-\d+(\.ipynb)$", r"\1", m.group("file"))
-                yield m.group("student"), file, entry.read_bytes(), {"late": bool(m.group("late"))}
+                try:
+                    data = read_regular(entry, MAX_FILE)
+                except OSError as e:
+                    report.problem("", entry.name, str(e))
+                    continue
+                yield m.group("student"), file, data, {"late": bool(m.group("late"))}
             else:
                 report.problem("", entry.name, "not in a student folder")
             continue
+        if entry.is_symlink():
+            report.problem("", entry.name, "a symbolic link: refused")
+            continue
         mood = moodle_id(entry.name)
-        student, info = (mood[0], {"name": mood[1]}) if mood else (entry.name, {})
-        base = entry / assignment if (entry / assignment).is_dir() else entry
-        for f in sorted(base.rglob("*")):
-            if f.is_symlink():
-                report.problem(entry.name, str(f.relative_to(base)), "a symbolic link")
-                continue
-            if not f.is_file() or f.name in IGNORED or ".ipynb_checkpoints" in f.parts:
-                continue
-            if f.stat().st_size > MAX_FILE:
-                report.problem(entry.name, str(f.relative_to(base)), f"larger than {MAX_FILE // 2**20} MB")
-                continue
-            yield student, str(f.relative_to(base)), f.read_bytes(), info
+        student, info = (mood[0], {"name": mood[1], "lms_id": mood[2]}) if mood else (entry.name, {})
+        inner = entry / assignment
+        base = inner if inner.is_dir() and not inner.is_symlink() else entry
+        files, refused = walk(base, MAX_FILE, MAX_TOTAL, skip=IGNORED | {".ipynb_checkpoints"})
+        for rel, why in refused:
+            report.problem(entry.name, rel, why)
+        for rel, data in files:
+            yield student, rel, data, info
 
 
 def check_notebook(data: bytes) -> str | None:
@@ -194,27 +223,57 @@ def _exchange_entries(inbound: Path, assignment: str, report: CollectReport):
         except Exception:
             report.problem(parts[0], d.name, "no readable timestamp in the folder name: skipped")
             continue
+        why = not_owned_by(d, parts[0])
+        if why:     # made in someone else's name: refused, and never hides their own latest one
+            report.problem(parts[0], d.name, f"{why}: refused (another user may have made it in {parts[0]}'s name; "
+                                             f"{parts[0]}'s own latest submission is collected instead)")
+            continue
         if parts[0] not in latest or when > latest[parts[0]][0]:
             latest[parts[0]] = (when, d)
     for student, (when, d) in sorted(latest.items()):
-        try:
-            import pwd
+        info = {"timestamp": str(when), "exchange": True}
+        files, refused = walk(d, MAX_FILE, MAX_TOTAL, skip=IGNORED | {".ipynb_checkpoints"})
+        for rel, why in refused:
+            report.problem(student, rel, why)
+        for rel, data in files:
+            yield student, rel, data, info
 
-            owner = pwd.getpwuid(d.stat().st_uid).pw_name
-            if owner not in (student, "root") and os.geteuid() == 0:
-                report.note(student, d.name, f"the folder belongs to user {owner!r}, not {student!r} (check it)")
-        except (KeyError, ImportError):
-            pass
-        info = {"timestamp": str(when)}
-        for f in sorted(d.rglob("*")):
-            rel = str(f.relative_to(d))
-            if f.is_symlink():
-                report.problem(student, rel, "a symbolic link")
-            elif f.is_file() and f.name not in IGNORED and ".ipynb_checkpoints" not in f.parts:
-                if f.stat().st_size > MAX_FILE:
-                    report.problem(student, rel, f"larger than {MAX_FILE // 2**20} MB")
-                    continue
-                yield student, rel, f.read_bytes(), info
+
+def _user_name(uid: int) -> str:
+    import pwd
+
+    try:
+        return f"user {pwd.getpwuid(uid).pw_name!r}"
+    except KeyError:
+        return f"uid {uid} (no such user)"
+
+
+def not_owned_by(folder: Path, student: str) -> str | None:
+    """Why `folder` (an exchange submission) cannot be `student`'s own, or None: it and
+    everything in it must be owned by the student's uid, root, or the grader's own user."""
+    import pwd
+
+    trusted = {0, os.geteuid()}
+    try:
+        mine = pwd.getpwnam(student).pw_uid
+    except KeyError:
+        mine = None
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in [None] + dirnames + filenames:
+            p = dirpath if name is None else os.path.join(dirpath, name)
+            if name is None and dirpath != str(folder):
+                continue
+            try:
+                uid = os.lstat(p).st_uid
+            except OSError:
+                continue
+            if uid in trusted or uid == mine:
+                continue
+            what = "the folder" if p == str(folder) else os.path.relpath(p, folder)
+            if mine is None:
+                return f"{what} belongs to {_user_name(uid)} and there is no user {student!r} here to own it"
+            return f"{what} belongs to {_user_name(uid)}, not to {student!r}"
+    return None
 
 
 def _due_date(course: Course, assignment: str):
@@ -230,8 +289,57 @@ def _due_date(course: Course, assignment: str):
             return None
 
 
+def _gradebook_lms_ids(course: Course, students) -> dict:
+    """{student id: lms_user_id} of those `students` the gradebook knows with an LMS id."""
+    if not course.db.is_file():
+        return {}
+    from nbgrader.api import Gradebook, MissingEntry
+
+    out = {}
+    with Gradebook(course.db_url) as gb:
+        for s in students:
+            try:
+                lms = gb.find_student(s).lms_user_id
+            except MissingEntry:
+                continue
+            if lms:
+                out[s] = lms
+    return out
+
+
+def _colliding(course: Course, by_student: dict, infos: dict) -> dict:
+    """{key: why} for the LMS participants refused because another participant's name gives the
+    same student id: the gradebook's owner of that id keeps it; where it knows none, all are
+    refused."""
+    groups: dict[str, list] = {}
+    for key in by_student:
+        groups.setdefault(key[0], []).append(key)
+    clashes = {sid: keys for sid, keys in groups.items() if len(keys) > 1}
+    if not clashes:
+        return {}
+    known = _gradebook_lms_ids(course, list(clashes))
+    out = {}
+    for sid, keys in clashes.items():
+        keys = sorted(keys, key=lambda k: (len(k[1]), k[1]))
+
+        def who(k):
+            return f"{infos[k].get('name') or sid!r} (LMS id {k[1] or 'none'})"
+        owner = [k for k in keys if k[1] and k[1] == known.get(sid)]
+        for k in keys:
+            if owner and k == owner[0]:
+                continue
+            if owner:
+                out[k] = (f"{who(k)} gives the student id {sid!r}, which belongs to {who(owner[0])}: not collected "
+                          "(collect it by hand under another id)")
+            else:
+                out[k] = (f"{', '.join(who(x) for x in keys)} give the same student id {sid!r}: nothing collected for "
+                          "them (collect them by hand under distinct ids)")
+    return out
+
+
 def _record_names(course: Course, names: dict) -> None:
-    """First and last names (from Moodle folder names) into the gradebook, never overwriting."""
+    """First and last names and the LMS id (from Moodle folder names) into the gradebook, never
+    overwriting."""
     if not names:
         return
     from nbgrader.api import Gradebook, MissingEntry
@@ -240,15 +348,19 @@ def _record_names(course: Course, names: dict) -> None:
 
     ensure_tools_on_path()
     with Gradebook(course.db_url) as gb:
-        for student, full in names.items():
+        for student, (full, lms_id) in names.items():
             first, _, last = full.rpartition(" ")
+            new = {}
             try:
                 st = gb.find_student(student)
-                if st.first_name or st.last_name:
-                    continue
+                if not (st.first_name or st.last_name):
+                    new.update(first_name=first or None, last_name=last or None)
+                if lms_id and not st.lms_user_id:
+                    new["lms_user_id"] = lms_id
             except MissingEntry:
-                pass
-            gb.update_or_create_student(student, first_name=first or None, last_name=last or None)
+                new.update(first_name=first or None, last_name=last or None, lms_user_id=lms_id or None)
+            if new:
+                gb.update_or_create_student(student, **new)
 
 
 def collect(course: Course, assignment: str, source: Path | None = None, *, exchange: Path | str | None = None,
@@ -281,15 +393,12 @@ def collect(course: Course, assignment: str, source: Path | None = None, *, exch
     infos: dict[str, dict] = {}
     duplicates: set[str] = set()
     for student, rel, data, info in entries:
-        key = student.casefold()
+        # one LMS participant is one student: two participants whose names give one id are told
+        # apart here, and resolved below (never one replacing the other)
+        key = (student.casefold(), info.get("lms_id", ""))
         spelled.setdefault(key, set()).add(student)
         files = by_student.setdefault(key, {})
         seen = infos.setdefault(key, {})
-        if info.get("name") and seen.get("name") and seen["name"] != info["name"]:
-            duplicates.add(key)
-            report.problem(student, rel, f"two students map to the id {student!r} ({seen['name']}, {info['name']}): "
-                                         "rename one folder")
-            continue
         seen.update(info)
         name = PurePosixPath(rel).name
         if rel.endswith(".ipynb"):
@@ -309,6 +418,9 @@ def collect(course: Course, assignment: str, source: Path | None = None, *, exch
         else:
             report.problem(student, rel, "not a notebook")
 
+    for key, why in _colliding(course, by_student, infos).items():
+        duplicates.add(key)
+        report.problem(sorted(spelled[key])[0], "", why)
     due = None
     names = {}
     for key in sorted(by_student):
@@ -343,14 +455,18 @@ def collect(course: Course, assignment: str, source: Path | None = None, *, exch
                 report.problem(student, nb + ".ipynb", "missing (it will score zero)")
         from nbgrader.utils import parse_utc
 
-        if "timestamp.txt" in by_student[key]:
+        if "timestamp.txt" in by_student[key] and not infos[key].get("exchange"):
+            report.note(student, by_student[key]["timestamp.txt"][0],
+                        "a timestamp.txt in an upload is not the submission time (that comes from the exchange or "
+                        "the LMS's own metadata): ignored")
+        elif "timestamp.txt" in by_student[key]:
             rel, data = by_student[key]["timestamp.txt"]
             try:
                 parse_utc(data.decode().strip())
                 good["timestamp.txt"] = data
             except Exception:
                 report.problem(student, rel, "not a readable timestamp: ignored")
-        elif infos[key].get("timestamp"):
+        if "timestamp.txt" not in good and infos[key].get("timestamp"):
             good["timestamp.txt"] = infos[key]["timestamp"].encode()
         if infos[key].get("late") and "timestamp.txt" not in good:
             due = due if due is not None else (_due_date(course, assignment) or False)
@@ -369,7 +485,7 @@ def collect(course: Course, assignment: str, source: Path | None = None, *, exch
         if "timestamp.txt" in good:
             report.timestamps[student] = good["timestamp.txt"].decode().strip()
         if infos[key].get("name"):
-            names[student] = infos[key]["name"]
+            names[student] = (infos[key]["name"], infos[key].get("lms_id"))
         _install(course, assignment, student, good)
         report.collected[student] = sorted(k[:-6] for k in good if k.endswith(".ipynb"))
     _record_names(course, names)

@@ -22,6 +22,7 @@ import csv
 from pathlib import Path
 
 from .course import Course
+from . import csvsafe
 
 
 def export(course: Course, out: Path, with_max: bool = False) -> Path:
@@ -68,7 +69,7 @@ def export(course: Course, out: Path, with_max: bool = False) -> Path:
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "w", newline="") as f:
-        w = csv.writer(f)
+        w = csvsafe.Writer(f)
         header = ["student_id", "last_name", "first_name", "email"]
         for a, nbs in notebooks.items():
             header += [f"{a}/{n}" for n, _ in nbs] + [f"{a}/status", f"{a}/flag"]

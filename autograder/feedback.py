@@ -20,9 +20,20 @@ yet reads "awaiting instructor grading" (not "0 / 1"); manual scores and comment
 nbgrader's own generate_feedback (the formgrader's button, `nbgrader generate_feedback`) does
 the same: the course's nbgrader_config.py calls `configure_nbgrader_feedback(c)`.
 
-As a last check each written page is searched for hidden-test lines the student could not have
-written (lines of their own notebook, or of the release, do not count); a page holding one is
-withheld and reported.
+What the kernel showed is fixed the moment the first hidden test enters it: a later update of
+an earlier output (update_display_data with a display_id), a widget's state, an output appended
+to an earlier cell never reaches the stored notebook (SandboxedExecute keeps a snapshot of
+every other cell's outputs taken then, and no widget state at all).
+
+The page cannot run anything: JavaScript outputs are dropped, HTML/SVG outputs and markdown
+cells that could run code (scripts, event handlers, frames, forms, javascript: links) are shown
+as text, and the page says so to the browser too (a Content-Security-Policy without scripts
+other than the page's own MathJax).
+
+As a last check (a second line of defence, not the first) each written page is searched for
+hidden-test lines the student could not have written (lines of their own notebook, or of the
+release, do not count), also inside base64 (and base64url), base32 and hex blobs, decompressed
+when they hold zlib, gzip, bz2 or xz data; a page holding one is withheld and reported.
 """
 from __future__ import annotations
 
@@ -43,7 +54,8 @@ from course_lib.question_ids import cell_id, is_manually_graded, metadata
 
 from .course import HIDDEN_BEGIN, Course, default_jobs, hidden_test_lines, strip_hidden_tests
 from .release import ensure_tools_on_path
-from .sandbox import cap_outputs
+from .safefiles import read_regular
+from .sandbox import cap_outputs, cap_total_outputs, sanitize_markdown, sanitize_outputs
 
 log = logging.getLogger("autograder")
 MIN_LINE = 12     # shorter hidden lines ("else:", ")") give nothing away and are too common to match
@@ -152,8 +164,14 @@ class SafeFeedback(NbGraderPreprocessor):
                 cell.outputs = list(cell.outputs) + [_error(v.get("ename") or "AssertionError",
                                                             verdict_message(v) + " (checked again from your recorded answer)")]
             cap_outputs(cell)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                sanitize_outputs(cell)
+        sanitize_markdown(nb.cells)
+        cap_total_outputs(nb.cells)
         self._awaiting(nb, resources)
         nb.metadata.pop("autograder", None)
+        nb.metadata.pop("widgets", None)
         return nb, resources
 
     def _awaiting(self, nb, resources):
@@ -221,18 +239,106 @@ def source_secrets(course: Course, assignment: str, student: str | None = None) 
         allowed = []
         for p in ([course.release / assignment / f"{nb}.ipynb"]
                   + ([course.submitted / student / assignment / f"{nb}.ipynb"] if student else [])):
-            try:
-                allowed.append(nbformat.reads(p.read_bytes().decode("utf-8-sig"), as_version=4))
+            try:     # never through a link (safefiles): a link to the solution would allow everything
+                allowed.append(nbformat.reads(read_regular(p).decode("utf-8-sig"), as_version=4))
             except Exception:
                 pass
         secrets |= secret_lines(nbformat.read(str(course.source / assignment / f"{nb}.ipynb"), as_version=4), *allowed)
     return secrets
 
 
+_B64 = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
+_B32 = re.compile(r"[A-Z2-7]{16,}={0,6}")
+_HEX = re.compile(r"(?:[0-9a-fA-F]{2}){8,}")
+MAX_DECODED = 64 * 2**20          # bytes decoded from one page in all (a decompression bomb stops there)
+
+
+def _unpacked(data: bytes, budget: list) -> list[bytes]:
+    """`data` and, where it is zlib/gzip/bz2/xz data, what it decompresses to (bounded)."""
+    import bz2
+    import lzma
+    import zlib
+
+    out = [data]
+    makers = [lambda: zlib.decompressobj(15), lambda: zlib.decompressobj(-15), lambda: zlib.decompressobj(31),
+              bz2.BZ2Decompressor, lzma.LZMADecompressor]
+    for make in makers:
+        if budget[0] <= 0:
+            break
+        try:
+            d = make()
+            got = d.decompress(data, max_length=budget[0]) if hasattr(d, "unconsumed_tail") or \
+                isinstance(d, (bz2.BZ2Decompressor, lzma.LZMADecompressor)) else d.decompress(data)
+        except Exception:
+            continue
+        if got:
+            budget[0] -= len(got)
+            out.append(got)
+    return out
+
+
+def decoded_texts(text: str, depth: int = 2, budget: list | None = None) -> list[str]:
+    """Texts hidden in `text` as base64 (or base64url), base32 or hex blobs, decompressed where
+    they hold compressed data, `depth` levels deep (a blob inside a blob)."""
+    import base64
+    import binascii
+
+    budget = budget if budget is not None else [MAX_DECODED]
+    found = []
+    blobs = set()
+    joined = re.sub(r"(?<=[A-Za-z0-9+/=_-])[ \t]*\r?\n[ \t]*(?=[A-Za-z0-9+/=_-])", "", text)
+    for source in {text, joined}:      # a blob wrapped over several lines too
+        blobs |= {("64", m) for m in _B64.findall(source)}
+        blobs |= {("32", m) for m in _B32.findall(source)}
+        blobs |= {("16", m) for m in _HEX.findall(source)}
+    for kind, blob in sorted(blobs):
+        if budget[0] <= 0:
+            break
+        raws = []
+        try:
+            if kind == "16":
+                raws.append(binascii.unhexlify(blob))
+            elif kind == "32":
+                raws.append(base64.b32decode(blob + "=" * (-len(blob) % 8)))
+            else:
+                core = blob.rstrip("=")
+                for off in range(4):       # the blob may start anywhere within a 4-character group
+                    part = core[off:]
+                    part = part[: len(part) - len(part) % 4] if len(part) % 4 == 1 else part
+                    padded = part + "=" * (-len(part) % 4)
+                    for alt in (None, b"-_"):
+                        try:
+                            raws.append(base64.b64decode(padded, altchars=alt) if alt is None
+                                        else base64.urlsafe_b64decode(padded))
+                        except (binascii.Error, ValueError):
+                            pass
+        except (binascii.Error, ValueError):
+            continue
+        for raw in raws:
+            budget[0] -= len(raw)
+            for data in _unpacked(raw, budget):
+                t = data.decode("utf-8", "replace")
+                if _texty(t):        # binary noise (any long letter run "decodes") holds no line
+                    found.append(t)
+                    if depth > 1 and budget[0] > 0:
+                        found += decoded_texts(t, depth - 1, budget)
+    return found
+
+
+def _texty(t: str) -> bool:
+    sample = t[:4096]
+    return bool(sample) and sum(c.isprintable() or c in "\n\t\r" for c in sample) >= 0.9 * len(sample)
+
+
 def leaked_lines(page: str, secrets: set[str]) -> list[str]:
-    """Hidden-test lines readable in an HTML page (tags stripped, entities decoded)."""
+    """Hidden-test lines readable in an HTML page (tags stripped, entities decoded), also once
+    decoded from base64/base32/hex and decompressed (decoded_texts)."""
     text = html.unescape(re.sub(r"<[^>]+>", "", page))
-    return sorted(s for s in secrets if s in text)
+    hits = {s for s in secrets if s in text}
+    if secrets - hits:
+        decoded = "\n".join(decoded_texts(text))
+        hits |= {s for s in secrets if s in decoded}
+    return sorted(hits)
 
 
 def _feedback_one(args) -> dict:

@@ -30,6 +30,7 @@ version, course_lib and the sandbox state have not changed since it was last gra
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime as dt
 import json
@@ -37,7 +38,9 @@ import logging
 import multiprocessing
 import os
 import shutil
+import signal
 import sys
+import threading
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -50,9 +53,10 @@ from . import __version__
 from .course import Course, default_jobs, ensure_assignment, replace_dir, source_extras, template_gradebook, tree_hash
 from .release import ensure_tools_on_path, nbgrader_config
 from .rundir import RunDir, clean_stale
-from .sandbox import (INSTALL_HELP, UNSANDBOXED_WARNING, Limits, die_with_parent, grader_package, make_spec,
-                      matplotlib_cache, missing_packages, package_dirs, probe)
-from . import predictions, variants, verify
+from .safefiles import copy_tree
+from .sandbox import (INSTALL_HELP, RECORDER_REPLACED, UNSANDBOXED_WARNING, Limits, die_with_parent, grader_package,
+                      make_spec, matplotlib_cache, missing_packages, package_dirs, probe, sanitize_markdown)
+from . import csvsafe, predictions, variants, verify
 
 log = logging.getLogger("autograder")
 
@@ -60,6 +64,27 @@ SOLUTION = "(solution)"          # the preflight's student id: not a valid colle
 MIN_CELL_TIMEOUT = 10            # seconds: the floor of a derived per-cell limit
 CELL_TIMEOUT_FACTOR = 20         # x the solution's time for that cell
 PREFLIGHT_CELL_TIMEOUT = 120     # seconds per cell while the solution runs (nothing known yet)
+PARSE_SECONDS = 60               # reading what a submission supplies outside the sandbox (its prediction record)
+
+
+@contextlib.contextmanager
+def time_limit(seconds: int, what: str):
+    """Raise TimeoutError when the block runs longer than `seconds` (in a worker's main thread:
+    a hostile file fails its own student, never stalls the class). Elsewhere: no limit."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expired(*_):
+        raise TimeoutError(f"{what} took longer than {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
 class GradingRefused(SystemExit):
@@ -96,6 +121,7 @@ def autograde_config(root: Path, spec_json: str, job: dict, user_config: dict | 
     c.SandboxedExecute.startup_timeout = limits.startup_timeout
     c.SandboxedExecute.notebook_timeout = limits.notebook_timeout
     c.SandboxedExecute.capture = json.dumps(job["capture"])
+    c.SandboxedExecute.recorder = job.get("recorder") or ""
     c.SandboxedExecute.deferred = json.dumps(job["hidden"])
     c.SandboxedExecute.cell_timeouts = json.dumps(job.get("cell_timeouts") or {})
     c.SandboxedExecute.shutdown_kernel = "immediate"   # the sandbox is thrown away anyway
@@ -233,6 +259,7 @@ def _apply_clean_verdicts(root: Path, a: str, student: str, dest: Path, job: dic
                                   "clean": same_values["score"], "message": same_values["message"]})
             verdicts[nb_name] = mine
             nb.metadata.setdefault("autograder", {})["verdicts"] = mine
+            sanitize_markdown(nb.cells)     # the formgrader shows this notebook: nothing in it may run
             path = dest / f"{nb_name}.ipynb"
             mode = path.stat().st_mode
             path.chmod(mode | 0o200)      # nbgrader leaves autograded notebooks read-only (444)
@@ -295,11 +322,15 @@ def grade_one(job: dict) -> dict:
     os.chmod(root, 0o700)       # the private gradebook, the hidden tests: never for the kernel's uid
     shutil.copy(job["template_db"], root / "gradebook.db")
     shutil.copytree(job["extras"], root / "source" / a)
-    shutil.copytree(job["submitted"], root / "submitted" / student / a, symlinks=False)
     out = {"student": student, "success": False, "log": "", "error": "", "cause": "", "data": None,
            "autograded": None, "seconds": 0.0, "stopped": {}, "notes": [], "flags": [], "verdicts": {},
-           "predictions": [], "flag_reasons": {},
+           "predictions": [], "flag_reasons": {}, "warnings": [], "recorder": "",
            "answers": {}, "timings": {}}
+    # regular files only, opened without following links (a link to /etc/shadow or the solution
+    # is refused and reported, never read): everything later reads this copy
+    mine = root / "submitted" / student / a
+    for rel, why in copy_tree(job["submitted"], mine):
+        out["warnings"].append(f"{rel}: {why}")
     try:
         for p in sorted((root / "submitted" / student / a).glob("*.ipynb")):
             try:
@@ -314,7 +345,8 @@ def grade_one(job: dict) -> dict:
                     from nbgrader.utils import parse_utc
 
                     gb.add_submission(a, student, extension=parse_utc(job["extension"]))
-        records = _prediction_records(Path(job["submitted"]), verify.from_json(job["tests"]))
+        with time_limit(PARSE_SECONDS, "reading the prediction record handed in"):
+            records = _prediction_records(mine, verify.from_json(job["tests"]))
         expected = variants.assigned(job.get("variant_key", ""), job.get("variant_questions") or [])
         out["variant"] = expected
         out["predictions"] += variants.mismatches(records, expected)
@@ -342,6 +374,10 @@ def grade_one(job: dict) -> dict:
                     out["flag_reasons"].setdefault(name, []).extend(lines)
                 out["answers"][name] = meta.get("answers", {})
                 out["timings"][name] = meta.get("timings", {})
+                out["recorder"] = out["recorder"] or meta.get("recorder", "")
+                if meta.get("recorder_replaced"):
+                    out["warnings"].append(f"{name}: {RECORDER_REPLACED}: the answers recorded after that failed "
+                                           "their tests")
                 if meta.get("stopped"):
                     out["stopped"][name] = meta["stopped"]
             out["data"] = read_submission("sqlite:///" + str(root / "gradebook.db"), a, student)
@@ -486,6 +522,7 @@ class GradeSummary:
     notes: dict = field(default_factory=dict)      # student -> [what was repaired]
     predictions: dict = field(default_factory=dict)  # student -> [prediction record findings]
     flags: dict = field(default_factory=dict)      # student -> [kernel and clean verdicts disagree]
+    warnings: dict = field(default_factory=dict)   # student -> [refused files, a replaced recorder]
     preflight_seconds: float = 0.0
     cell_timeouts: dict = field(default_factory=dict)
     preflight_reused: bool = False                 # the last run's preflight matched (no --force)
@@ -670,7 +707,7 @@ def run_preflight(course: Course, assignment: str, run: Path, plan: dict, job_ba
         raise GradingRefused(f"{assignment}: the instructor's solution does not earn every autograded point, so no "
                              f"student was graded{': ' + cause if cause else ''}\n  " + "\n  ".join(lost))
     record = {"key": preflight_key(course, assignment, sandbox, packages), "limits": job_base["limits"],
-              "seconds": round(time.monotonic() - t0, 2),
+              "seconds": round(time.monotonic() - t0, 2), "recorder": res.get("recorder", ""),
               "notebooks": {nb: {"answers": res["answers"].get(nb, {}), "timings": res["timings"].get(nb, {}),
                                  "verdicts": res["verdicts"].get(nb, {}),
                                  "scores": {g: [v["auto_score"], v["max_score"]] for g, v in d["grades"].items()}}
@@ -784,7 +821,8 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
                 except MissingEntry:
                     pass
         job_base = {**job_base, "limits": asdict(eff), "cell_timeouts": summary.cell_timeouts,
-                    "truth": record["notebooks"], "variant_questions": variants.questions(course, assignment)}
+                    "truth": record["notebooks"], "variant_questions": variants.questions(course, assignment),
+                    "recorder": record.get("recorder", "")}
         bar = Progress(len(todo), f"grading {assignment}", stream) if progress else None
         ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
         with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=_worker_init,
@@ -802,7 +840,7 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
                     except Exception:
                         res = {"student": s, "success": False, "data": None, "autograded": None, "cause":
                                "the worker crashed", "error": traceback.format_exc(), "log": "", "seconds": 0.0,
-                               "stopped": {}, "notes": [], "flags": []}
+                               "stopped": {}, "notes": [], "flags": [], "warnings": []}
                     _finish(course, assignment, res, fps[s], sandbox, summary)
                     shutil.rmtree(run.path / "s" / str(todo.index(s)), ignore_errors=True)
                     if bar:
@@ -829,13 +867,16 @@ def _finish(course: Course, assignment: str, res: dict, fp: str, sandboxed: bool
                      "graded_at": dt.datetime.now(dt.timezone.utc).isoformat(), "sandboxed": sandboxed,
                      "seconds": round(res["seconds"], 2), "stopped": res["stopped"], "notes": res.get("notes", []),
                      "disagreements": res.get("flags", []), "predictions": res.get("predictions", []),
-                     "variant": res.get("variant") or {}, "flags": res.get("flag_reasons", {})})
+                     "variant": res.get("variant") or {}, "flags": res.get("flag_reasons", {}),
+                     "warnings": res.get("warnings", [])})
         flag_submission(course.db_url, assignment, s, res.get("flag_reasons", {}))
         summary.graded.append(s)
         if res["stopped"]:
             summary.stopped[s] = res["stopped"]
         if res.get("notes"):
             summary.notes[s] = res["notes"]
+        if res.get("warnings"):
+            summary.warnings[s] = res["warnings"]
         if res.get("predictions"):
             summary.predictions[s] = res["predictions"]
         if res.get("flags"):
@@ -848,10 +889,13 @@ def _finish(course: Course, assignment: str, res: dict, fp: str, sandboxed: bool
         cause = res.get("cause") or "autograde failed (see the log)"
         _write_json(status_path(course, assignment, s),
                     {"status": "failed", "cause": cause,
-                     "at": dt.datetime.now(dt.timezone.utc).isoformat(), "notes": res.get("notes", [])})
+                     "at": dt.datetime.now(dt.timezone.utc).isoformat(), "notes": res.get("notes", []),
+                     "warnings": res.get("warnings", [])})
         summary.failed[s] = cause
         # an earlier grade stays in the gradebook: flag it (a first failure has no entry to flag)
         flag_submission(course.db_url, assignment, s, {"*": [cause]})
+        if res.get("warnings"):
+            summary.warnings[s] = res["warnings"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -902,7 +946,7 @@ def write_grades_csv(course: Course, assignment: str, path: Path) -> Path:
                      for sub in a.submissions}
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as f:
-        w = csv.writer(f)
+        w = csvsafe.Writer(f)
         w.writerow(["student_id"] + nbs + ["late_penalty", "total", "max_score", "status"])
         top = _fmt(sum(maxes.get(nb, 0) for nb in nbs))
         for s in sorted(set(sc) | set(failed)):

@@ -25,6 +25,7 @@ import nbformat
 from course_lib.question_ids import cell_id, is_manually_graded, points
 
 from .course import Course
+from . import csvsafe
 
 FIELDS = ["student_id", "notebook", "grade_id", "max_points", "points", "comment", "answer"]
 
@@ -90,7 +91,7 @@ def write_template(course: Course, assignment: str, out: Path, only_awaiting: bo
     rows = [r for r in status(course, assignment) if r["awaiting"] or not only_awaiting]
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
+        w = csvsafe.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
         w.writeheader()
         for r in rows:
             w.writerow({**r, "points": "" if r["awaiting"] else f"{r['points']:g}",
@@ -113,7 +114,7 @@ def read_csv(path: Path) -> list[Entry]:
                 points = float(pts) if pts else None
             except ValueError:
                 raise SystemExit(f"{path}, line {line}: points {pts!r} is not a number") from None
-            comment = row.get("comment")
+            comment = csvsafe.unescape(row.get("comment") or "")
             entries.append(Entry(row["student_id"].strip(), (row.get("notebook") or "").strip(), row["grade_id"].strip(),
                                  points, comment if comment else None))
     return entries

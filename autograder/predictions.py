@@ -44,7 +44,7 @@ from pathlib import Path
 from course_lib import predictions as P
 from course_lib.question_ids import label as _label, question_of, role_of
 
-MAX_RECORD_BYTES = 4 * 2**20          # a record is a few kB; a bigger file is not one
+MAX_RECORD_BYTES = 2**20             # a record is a few kB; a bigger file is not one (and is not read)
 CHANGED = "changed-after-reveal"
 SHOWN = "shown-unrecorded"
 NO_RECORD = "no-record"
@@ -118,7 +118,7 @@ def read_record(folder: Path, notebook: str, questions, submitted_at: str | None
         late = [e for e in events if str(e.get("t", "")) > _iso(submitted_at)]
         if late:
             problems.append(f"{len(late)} event(s) dated after the submission time {submitted_at}")
-    return Record(events, sorted(set(problems), key=problems.index), source, copied, shown)
+    return Record(events, _unique(problems), source, copied, shown)
 
 
 def truth_shown(nb: dict, questions) -> list[str]:
@@ -149,6 +149,15 @@ def truth_shown(nb: dict, questions) -> list[str]:
 
 _REVEALS = re.compile(r"\b(?:reveal|show)\s*\(([^)]*)\)")
 _QUOTED = re.compile(r"""["']([A-Za-z]\w*)["']""")
+
+
+MAX_PROBLEMS = 50      # said per record; a hostile file makes thousands
+
+
+def _unique(problems: list) -> list:
+    """The problems once each, in order (linear time), at most MAX_PROBLEMS of them."""
+    out = list(dict.fromkeys(problems))
+    return out if len(out) <= MAX_PROBLEMS else out[:MAX_PROBLEMS] + [f"... and {len(out) - MAX_PROBLEMS} more"]
 
 
 def _iso(timestamp: str) -> str:

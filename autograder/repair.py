@@ -10,6 +10,9 @@
   - a written-answer (markdown) cell, by position: the one unmatched markdown cell that is not
     the release's own text, between the neighbouring matched cells.
   Where a match is not unique the notebook is not graded, and the reason says which cells.
+* Two cells with one grade_id (a copied cell; nbgrader would crash on it): the first keeps it, a
+  later one becomes an ordinary cell (it still runs, it is not graded), and it is said; so does a
+  repeated cell id, which gets a new one.
 """
 from __future__ import annotations
 
@@ -45,11 +48,12 @@ def repair(nb, release, answer_vars: dict) -> list[str]:
     """Put the release's nbgrader metadata back on the cells of `nb` that lost it (in place).
     `answer_vars`: {answer grade_id: [the variables its tests read]}. Returns what was done
     (empty when nothing was missing); raises Unrepairable."""
+    dedupe = unique_grade_ids(nb)
     have = {_meta(c).get("grade_id") for c in nb.cells if _meta(c).get("grade_id")}
     rel = [c for c in release.cells]
     missing = [c for c in rel if _meta(c).get("grade_id") and _meta(c)["grade_id"] not in have]
     bare = [i for i, c in enumerate(nb.cells) if not _meta(c)]
-    notes = []
+    notes = dedupe
     for key in ("kernelspec", "language_info"):
         if key not in nb.metadata and key in release.metadata:
             nb.metadata[key] = copy.deepcopy(release.metadata[key])
@@ -149,6 +153,29 @@ def repair(nb, release, answer_vars: dict) -> list[str]:
     return notes
 
 
+def unique_grade_ids(nb) -> list[str]:
+    """Make grade_ids and cell ids unique (in place): a later cell repeating a grade_id loses its
+    nbgrader metadata, a repeated cell id is replaced. Returns what was done."""
+    import uuid
+
+    notes, seen_gid, seen_id = [], set(), set()
+    for i, c in enumerate(nb.cells):
+        gid = _meta(c).get("grade_id")
+        if gid and gid in seen_gid:
+            c.metadata.pop("nbgrader", None)
+            notes.append(f"cell {i + 1} repeats grade_id {gid!r}: graded the first cell with it, this one ran as an "
+                         "ordinary cell")
+        elif gid:
+            seen_gid.add(gid)
+        cid = c.get("id")
+        if cid is not None:
+            if cid in seen_id:
+                c["id"] = uuid.uuid4().hex[:12]
+                notes.append(f"cell {i + 1} repeats cell id {cid!r}: given a new one")
+            seen_id.add(c["id"])
+    return notes
+
+
 def fix_file(path, release_path, answer_vars: dict) -> list[str]:
     """Repair the notebook at `path` in place (a private copy): BOM, stripped metadata."""
     data = path.read_bytes()
@@ -159,7 +186,8 @@ def fix_file(path, release_path, answer_vars: dict) -> list[str]:
     except Exception as e:
         raise Unrepairable(f"not a readable notebook: {str(e).splitlines()[0][:200] if str(e) else type(e).__name__}") \
             from None
-    more = repair(nb, nbformat.read(str(release_path), as_version=4), answer_vars) if release_path.is_file() else []
+    more = repair(nb, nbformat.read(str(release_path), as_version=4), answer_vars) if release_path.is_file() \
+        else unique_grade_ids(nb)
     if had_bom or more:
         path.write_text(nbformat.writes(nb))
     return notes + more

@@ -50,6 +50,7 @@ from pathlib import Path
 import nbformat
 
 from .course import Course, answer_cells
+from . import csvsafe
 
 NO_ANSWER = "(no answer)"
 REASONING = ("_reasoning", "_reason", "_explanation")     # as autograder.course.answer_cells
@@ -360,7 +361,7 @@ def score_rows(course: Course, assignment: str) -> list[dict]:
 
 def _write_csv(path: Path, rows: list[dict], fields: list[str]) -> None:
     with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        w = csvsafe.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()
         w.writerows(rows)
 

@@ -12,7 +12,13 @@ The kernel process — the only process that runs students' code — is started 
 * No network (--unshare-net): the kernel talks to the grader over unix sockets (ZeroMQ "ipc"
   transport) in the run directory, which is why TCP is not needed.
 * Fresh pid/ipc/uts namespaces, a minimal environment (no instructor variables), and when the
-  grader runs as root the kernel drops to an unprivileged uid (nobody) inside the sandbox.
+  grader runs as root the kernel drops to an unprivileged uid of its worker's own (slot_uid:
+  no other submission's processes count against its process limit) inside the sandbox. The
+  first program (the shim) runs as `python -I` outside the student's folder, so nothing handed
+  in (a json.py) is imported while it still has privileges.
+* The home is a private tmpfs of --disk MB holding a copy of the student's files (regular files
+  only: autograder.safefiles), /tmp another one; the run directory on the host is the grader's
+  again once the kernel's sockets exist: a kernel cannot fill the host's disk.
 * Limits: address space (RLIMIT_AS), tasks (RLIMIT_NPROC: threads + processes), file size,
   no core dumps; a per-cell timeout (nbclient interrupts the cell) and a per-notebook wall
   clock after which the kernel is killed.
@@ -60,7 +66,11 @@ from course_lib.question_ids import cell_id, is_graded
 log = logging.getLogger("autograder")
 
 SANDBOX_HOME = "/home/student"
+STAGING = "/run/autograder-home"   # inside the sandbox: the prepared home, read-only, copied into SANDBOX_HOME
 NOBODY = 65534
+#: sandboxed kernels of a root grader run as SLOT_UID_BASE + the worker's pid: a uid of their own, so
+#: no other submission's processes count against their process limit (RLIMIT_NPROC is per uid)
+SLOT_UID_BASE = 3_000_000_000
 #: packages the notebooks import, bound read-only into the sandbox (besides the Python install)
 DEFAULT_PACKAGES = ("course_lib",)
 
@@ -72,6 +82,7 @@ class Limits:
     cell_timeout: int = 120          # seconds per cell, then the cell is interrupted
     notebook_timeout: int = 900      # seconds for the whole notebook, then the kernel is killed
     tmp_mb: int = 256                # the private /tmp inside the sandbox (memory-backed)
+    home_mb: int = 256               # the private home inside the sandbox (memory-backed): the disk quota
     memory_mb: int = 4096            # address space of the kernel (RLIMIT_AS)
     tasks: int = 256                 # threads + processes the kernel may add (RLIMIT_NPROC)
     file_size_mb: int = 256          # largest file it may write (RLIMIT_FSIZE)
@@ -190,9 +201,11 @@ _SYMLINKS = {"/bin": "usr/bin", "/sbin": "usr/sbin", "/lib": "usr/lib", "/lib64"
              "/lib32": "usr/lib32", "/libx32": "usr/libx32"}
 
 
-def _bwrap_args(ro: list[str], rw: dict[str, str], chdir: str, drop_to: int | None, tmp_mb: int = 256) -> list[str]:
+def _bwrap_args(ro: list[str], rw: dict[str, str], chdir: str, drop_to: int | None, tmp_mb: int = 256,
+                home: tuple[str, int] | None = None) -> list[str]:
     """The bwrap command line: a tmpfs root with only the given paths in it, and a private
-    writable /tmp of `tmp_mb` MB."""
+    writable /tmp of `tmp_mb` MB. `home` (the prepared home on the host, MB): a private writable
+    SANDBOX_HOME of that size, and the prepared home read-only at STAGING (the shim copies it)."""
     args = [bwrap_path() or "bwrap", "--die-with-parent", "--unshare-pid", "--unshare-net", "--unshare-ipc",
             "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
     if os.geteuid() == 0 and drop_to is not None:
@@ -227,6 +240,12 @@ def _bwrap_args(ro: list[str], rw: dict[str, str], chdir: str, drop_to: int | No
     for path in ro:
         parents(path)
         args += ["--ro-bind", path, path]
+    if home is not None:
+        parents(SANDBOX_HOME)
+        made.add(SANDBOX_HOME)
+        args += ["--perms", "0777", "--size", str(home[1] * 2**20), "--tmpfs", SANDBOX_HOME]
+        parents(STAGING)
+        args += ["--ro-bind", home[0], STAGING]
     for dest, src in rw.items():
         parents(dest)
         args += ["--bind", src, dest]
@@ -235,7 +254,10 @@ def _bwrap_args(ro: list[str], rw: dict[str, str], chdir: str, drop_to: int | No
 
 
 # The first thing that runs inside the sandbox (or, unsandboxed, in the child process): drop
-# privileges, die with the grader, set limits, exec the real program (the kernel, the verifier).
+# privileges, die with the grader, set limits, copy the prepared home into the private one, go
+# into the student's folder, exec the real program (the kernel, the verifier). It runs as
+# `python -I` from a folder that is not the student's: nothing of the submission (a json.py beside
+# the notebook) is imported before the privileges are gone.
 _SHIM = r"""
 import ctypes, json, os, resource, signal, sys
 cfg = json.loads(sys.argv[1])
@@ -270,6 +292,15 @@ for name, value in cfg["rlimits"].items():
     if hard != resource.RLIM_INFINITY:
         value = min(value, hard)
     resource.setrlimit(r, (value, value))
+if cfg.get("stage"):
+    import shutil
+    for top, dirs, files in os.walk(cfg["stage"]):
+        dest = os.path.normpath(os.path.join(cfg["home"], os.path.relpath(top, cfg["stage"])))
+        os.makedirs(dest, exist_ok=True)
+        for name in files:
+            shutil.copyfile(os.path.join(top, name), os.path.join(dest, name))
+if cfg.get("cwd"):
+    os.chdir(cfg["cwd"])
 os.execv(sys.executable, [sys.executable] + cfg["argv"] + sys.argv[2:])
 """
 
@@ -342,13 +373,15 @@ class SandboxSpec:
                    "RLIMIT_FSIZE": lim["file_size_mb"] * 2**20,
                    "RLIMIT_CORE": 0}
         cfg = {"uid": uid, "rlimits": rlimits, "sandboxed": self.enabled, "argv": list(argv),
-               "parent": None if self.enabled else os.getpid(),
+               "parent": None if self.enabled else os.getpid(), "cwd": self.cwd,
+               "stage": STAGING if self.enabled else None, "home": SANDBOX_HOME,
                "keep_read": bool(uid is not None and not self.enabled and not reachable_by_others(self.ro + [python]))}
-        shim = [python, "-c", _SHIM, json.dumps(cfg)] + list(extra)
+        shim = [python, "-I", "-c", _SHIM, json.dumps(cfg)] + list(extra)
         if not self.enabled:
             return shim
-        rw = {SANDBOX_HOME: self.home, self.rundir: self.rundir}
-        return _bwrap_args(self.ro, rw, self.cwd, uid, lim.get("tmp_mb", 256)) + ["--"] + shim
+        rw = {self.rundir: self.rundir}
+        return (_bwrap_args(self.ro, rw, "/", uid, lim.get("tmp_mb", 256), home=(self.home, lim.get("home_mb", 256)))
+                + ["--"] + shim)
 
 
 def kernel_env(home: str, extra: dict | None = None) -> dict:
@@ -432,10 +465,11 @@ def prepare_home(home: Path, assignment: str, files_from: Path | None, extra_fro
     """Create the student's private home: <home>/<assignment>/ holding a copy of their files."""
     work = home / assignment
     work.mkdir(parents=True, exist_ok=True)
+    from .safefiles import copy_tree
+
     for src in (extra_from, files_from):   # the student's own files win over the course's extras
-        if src and src.is_dir():
-            shutil.copytree(src, work, dirs_exist_ok=True, symlinks=False,
-                            ignore=shutil.ignore_patterns(".ipynb_checkpoints", "timestamp.txt"))
+        if src and src.is_dir():           # regular files only: no link is followed (safefiles)
+            copy_tree(src, work, skip={".ipynb_checkpoints", "timestamp.txt"})
     startup = home / ".ipython" / "profile_default" / "startup"
     startup.mkdir(parents=True, exist_ok=True)
     (startup / "00-autograder.py").write_text(STARTUP)
@@ -510,7 +544,7 @@ def probe() -> tuple[bool, str]:
                 return False, f"bubblewrap failed to start (exit {p.returncode}): {p.stderr.strip()[-400:]}"
     finally:
         listener.close()
-    return True, "bubblewrap " + ("(kernel runs as nobody)" if uid is not None else "(user namespace)")
+    return True, "bubblewrap " + ("(each kernel as an unprivileged uid of its own)" if uid is not None else "(user namespace)")
 
 
 INSTALL_HELP = (
@@ -534,8 +568,9 @@ UNSANDBOXED_WARNING = (
 def make_spec(base: Path, assignment: str, files_from: Path | None, extra_from: Path | None,
               limits: Limits, sandbox: bool, packages=DEFAULT_PACKAGES, top: Path | None = None) -> SandboxSpec:
     """Set up the private home and run directory of one submission under `base`. As root, the
-    kernel runs as `nobody`, sandboxed or not (RLIMIT_NPROC does not bind root)."""
-    uid = NOBODY if os.geteuid() == 0 else None
+    kernel runs unprivileged, sandboxed or not (RLIMIT_NPROC does not bind root): sandboxed as a
+    uid of this worker's own (slot_uid), unsandboxed as `nobody`."""
+    uid = (slot_uid() if sandbox else NOBODY) if os.geteuid() == 0 else None
     home, run = base / "home", socket_dir(base / "run")
     for d in (home, run):
         if d.exists():
@@ -559,6 +594,19 @@ def make_spec(base: Path, assignment: str, files_from: Path | None, extra_from: 
         uid=uid,
         log_file=str(base / "kernel.log"),
     )
+
+
+def slot_uid() -> int:
+    """The uid of this process's sandboxed kernels and verifier: SLOT_UID_BASE + its pid (no
+    two live processes share a pid, so no two concurrently graded submissions share a uid)."""
+    import pwd
+
+    uid = SLOT_UID_BASE + os.getpid()
+    try:
+        pwd.getpwuid(uid)
+    except KeyError:
+        return uid
+    raise RuntimeError(f"uid {uid} (for a sandboxed kernel) belongs to a user: change SLOT_UID_BASE")
 
 
 @lru_cache(maxsize=64)
@@ -670,7 +718,7 @@ class SandboxKernelManager(AsyncKernelManager):
     async def _async_pre_start_kernel(self, **kw):
         spec = self.spec
         kw["env"] = dict(spec.env)
-        kw["cwd"] = spec.home if spec.enabled else spec.cwd   # outer cwd; inside: --chdir
+        kw["cwd"] = spec.rundir   # not the student's folder: the shim goes there once unprivileged
         if spec.log_file:
             out = open(spec.log_file, "ab")
             kw["stdout"] = out
@@ -701,24 +749,118 @@ def strip_warnings(text: str) -> str:
 
 
 def capture_expression(names: list[str]) -> str:
-    """An expression that, evaluated in the kernel's namespace, returns the JSON record of
-    `names` (course_lib.answers.record)."""
-    return f"__import__('course_lib.answers', fromlist=['record']).record({list(names)!r}, globals())"
+    """An expression that, evaluated in the kernel's namespace, returns (the JSON record of
+    `names` (course_lib.answers.record), a fingerprint of the recorder's code): a kernel that
+    replaced the recorder shows another fingerprint than the solution's kernel did."""
+    return ("(lambda m: (m.record({names!r}, globals()), __import__('hashlib').sha256(repr([(f.__module__, "
+            "f.__code__.co_code, [c for c in f.__code__.co_consts if not hasattr(c, 'co_code')], "
+            "f.__code__.co_names) for f in (m.record, m.encode, "
+            "m._encode_numpy, m._float)]).encode()).hexdigest()))(__import__('course_lib.answers', "
+            "fromlist=['record']))").format(names=list(names))
+
+
+RECORDER_REPLACED = ("the kernel replaced the answer recorder (course_lib.answers): its record is not the value of "
+                     "the answer cell, so this answer is not taken")
 
 
 MAX_OUTPUT_CHARS = 100_000     # per output (a text, an image's base64): more is cut with a note
+CUT_NOTE = "\n[... output cut by the grader: {n:,} characters, the first {k:,} shown ...]\n"
+MAX_NOTEBOOK_OUTPUT_CHARS = 2_000_000   # all outputs of a notebook together: later ones are dropped with a note
+TOTAL_NOTE = ("[... outputs dropped by the grader: this notebook's outputs passed {limit:,} characters in all "
+              "...]\n")
+
+
+def _output_chars(out) -> int:
+    """Characters an output (or a message's content) holds: text, data, traceback."""
+    n = 0
+    for key in ("text", "evalue"):
+        v = out.get(key)
+        n += len(v) if isinstance(v, str) else sum(len(x) for x in v) if isinstance(v, list) else 0
+    for v in (out.get("data") or {}).values():
+        n += len(v) if isinstance(v, str) else sum(len(x) for x in v) if isinstance(v, list) else len(json.dumps(v))
+    n += sum(len(t) for t in out.get("traceback") or [])
+    n += len(json.dumps(out.get("metadata") or {}))
+    return n
+
+
+def cap_total_outputs(cells, limit: int = MAX_NOTEBOOK_OUTPUT_CHARS) -> None:
+    """Keep the outputs of `cells` up to `limit` characters in all; the rest are replaced by one
+    note per cell: 2,500 outputs of 95,000 characters make no 238 MB page."""
+    total = 0
+    for cell in cells:
+        if cell.get("cell_type") != "code":
+            continue
+        kept = []
+        for out in cell.get("outputs", []):
+            size = _output_chars(out)
+            if total + size > limit:
+                kept.append(NotebookNode(output_type="stream", name="stdout", text=TOTAL_NOTE.format(limit=limit)))
+                total = limit + 1
+                break
+            total += size
+            kept.append(out)
+        cell.outputs = kept
+
+
+_ACTIVE_HTML = re.compile(r"<\s*/?\s*(?:script|iframe|frame|object|embed|applet|link|meta|base|form|style|svg|math|"
+                          r"template)\b|\bon[a-z]+\s*=|javascript\s*:|vbscript\s*:|data\s*:\s*text/html|srcdoc\s*=",
+                          re.IGNORECASE)
+_SCRIPT_MIMES = ("application/javascript", "text/javascript", "application/x-javascript",
+                 "application/vnd.jupyter.widget-view+json")
+
+
+def active_html(text: str) -> bool:
+    """Whether HTML could run something or reach out when shown (scripts, event handlers,
+    frames, forms, javascript: links...)."""
+    return bool(_ACTIVE_HTML.search(text))
+
+
+INERT_NOTE = "*[shown as text by the grader: this cell's HTML could run code in a browser]*"
+
+
+def inert_markdown(source: str) -> str:
+    """A markdown (or raw) cell whose HTML could run code, as its text: escaped (also `=` and
+    `:`, so that the result is no longer active_html) inside <pre>."""
+    import html
+
+    text = html.escape(source).replace("=", "&#61;").replace(":", "&#58;")
+    return f"{INERT_NOTE}\n\n<pre>{text}</pre>"
+
+
+def sanitize_markdown(cells) -> None:
+    """Markdown and raw cells of `cells` that could run code in a browser, made text (in place)."""
+    for cell in cells:
+        if cell.get("cell_type") in ("markdown", "raw") and active_html(cell.get("source", "")):
+            cell["source"] = inert_markdown(cell["source"])
+
+
+def sanitize_outputs(cell) -> None:
+    """A student's outputs made inert for the instructor's and student's pages: JavaScript outputs
+    are dropped, HTML (or SVG) that could run anything is replaced by its text (the output's
+    text/plain, or a note)."""
+    for out in cell.get("outputs", []):
+        data = out.get("data")
+        if not isinstance(data, dict):
+            continue
+        for mime in list(data):
+            value = data[mime]
+            text = "".join(value) if isinstance(value, list) else value
+            if mime in _SCRIPT_MIMES or (mime in ("text/html", "image/svg+xml", "text/markdown", "text/latex")
+                                         and isinstance(text, str) and active_html(text)):
+                del data[mime]
+                data.setdefault("text/plain", f"[{mime} output removed by the grader: it could run code in a browser]")
 
 
 def cap_outputs(cell, limit: int = MAX_OUTPUT_CHARS) -> None:
     """Cut every output of `cell` longer than `limit` characters, saying so: a 10 MB line must
     not be stored in the gradebook's notebooks and fed back whole."""
-    note = "\n[... output cut by the grader: {n:,} characters, the first {k:,} shown ...]\n"
+    note = CUT_NOTE
     for out in cell.get("outputs", []):
         kind = out.get("output_type")
         if kind == "stream":
             text = out.get("text", "")
             text = "".join(text) if isinstance(text, list) else text
-            if len(text) > limit:
+            if len(text) > limit and not text[limit:].startswith("\n[... output cut by the grader: "):
                 out["text"] = text[:limit] + note.format(n=len(text), k=limit)
         elif kind == "error":
             tb = out.get("traceback", [])
@@ -763,10 +905,13 @@ class SandboxedExecute(Execute):
     notebook_timeout = Integer(900, config=True)
     capture = Unicode("{}", config=True, help="JSON {answer grade_id: [variable, ...]}: values to record "
                       "right after each of those cells ran")
+    recorder = Unicode("", config=True, help="the recorder's fingerprint in the solution's kernel (preflight); "
+                       "another one means the kernel replaced it")
     deferred = Unicode("[]", config=True, help="JSON [grade_id, ...]: the hidden-test cells, run after all others")
     cell_timeouts = Unicode("{}", config=True, help="JSON {grade_id: seconds}; other cells get `timeout`")
     grade_cell_warnings = Bool(True, config=True, help="remove warning text from test cells' stderr")
     max_output_chars = Integer(MAX_OUTPUT_CHARS, config=True)
+    max_notebook_output_chars = Integer(MAX_NOTEBOOK_OUTPUT_CHARS, config=True)
 
     def __init__(self, *args, **kwargs):
         kwargs["kernel_manager_class"] = SandboxKernelManager
@@ -791,6 +936,8 @@ class SandboxedExecute(Execute):
         order = [i for i, c in enumerate(self.nb.cells) if _grade_id(c) not in deferred]
         last = [i for i, c in enumerate(self.nb.cells) if _grade_id(c) in deferred]
         answers, timings, killed, stopped = {}, {}, threading.Event(), None
+        self._hidden_phase, self._output_total, self._cut_cells = False, 0, set()
+        snapshot, meta_out = None, {}
         with self.setup_kernel():
             assert self.kc
             timer = threading.Timer(self.notebook_timeout, self._kill, args=(killed,))
@@ -799,8 +946,15 @@ class SandboxedExecute(Execute):
             try:
                 info_msg = self.wait_for_reply(self.kc.kernel_info())
                 self.nb.metadata["language_info"] = info_msg["content"]["language_info"]
+                self._lock_rundir()
                 for index in order + last:
                     cell = self.nb.cells[index]
+                    if index in last and snapshot is None:
+                        # the first hidden test is about to enter the kernel: what every other cell
+                        # shows is fixed now (a later display update, widget change or output
+                        # appended to an earlier cell is dropped)
+                        snapshot = self._snapshot(set(last))
+                        self._hidden_phase = True
                     if stopped:
                         if cell.cell_type == "code":
                             cell.outputs = [_error_output("CellNotRun", f"not run: {stopped}")]
@@ -811,7 +965,7 @@ class SandboxedExecute(Execute):
                     try:
                         self.preprocess_cell(cell, resources, index)
                         if gid in capture and cell.cell_type == "code":
-                            answers[gid] = self._capture(capture[gid])
+                            answers[gid] = self._capture(capture[gid], meta_out)
                     except (CellTimeoutError, DeadKernelError) as e:
                         if killed.is_set():
                             stopped = f"the notebook ran past its time limit ({self.notebook_timeout} s)"
@@ -827,10 +981,19 @@ class SandboxedExecute(Execute):
                     finally:
                         if cell.cell_type == "code":
                             timings[gid or f"#{index}"] = round(time.monotonic() - t0, 4)
+                            self._stream_notes(cell)
                             cap_outputs(cell, self.max_output_chars)
             finally:
                 timer.cancel()
-        self.set_widgets_metadata()
+        self._lock_rundir(unlock=True)     # the next notebook's kernel makes its sockets there
+        if snapshot is not None:
+            self._restore(snapshot)
+        # no widget state is kept: its views are JavaScript (removed from the outputs below), and
+        # it is one more channel out of the kernel
+        self.nb.metadata.pop("widgets", None)
+        for cell in self.nb.cells:
+            if cell.cell_type == "code":
+                sanitize_outputs(cell)
         if self.grade_cell_warnings:
             self._strip_grade_cell_warnings()
         meta = self.nb.metadata.setdefault("autograder", {})
@@ -838,9 +1001,89 @@ class SandboxedExecute(Execute):
         meta["timings"] = timings
         meta["hidden_run_last"] = [_grade_id(self.nb.cells[i]) for i in last]
         meta["sandboxed"] = SandboxSpec.from_json(self.sandbox_spec).enabled
+        meta.update(meta_out)
         if stopped:
             meta["stopped"] = stopped
         return self.nb, self.resources
+
+    def _snapshot(self, hidden: set) -> dict:
+        import copy
+
+        return {"outputs": {i: copy.deepcopy(c.get("outputs", [])) for i, c in enumerate(self.nb.cells)
+                            if c.cell_type == "code" and i not in hidden}}
+
+    def _restore(self, snapshot: dict) -> None:
+        for i, outputs in snapshot["outputs"].items():
+            self.nb.cells[i].outputs = outputs
+
+    def _update_display_id(self, display_id, msg):
+        if not getattr(self, "_hidden_phase", False):   # after: an update of an earlier output is dropped
+            super()._update_display_id(display_id, msg)
+
+    def handle_comm_msg(self, outs, msg, cell_index):
+        if not getattr(self, "_hidden_phase", False):   # after: widget state no longer changes
+            super().handle_comm_msg(outs, msg, cell_index)
+
+    def output(self, outs, msg, display_id, cell_index):
+        """nbclient's output, cut to max_output_chars at once and kept within the notebook's total
+        (MAX_NOTEBOOK_OUTPUT_CHARS): beyond it an output is dropped before it is kept, with one
+        note in its cell."""
+        if not hasattr(self, "_output_total"):
+            self._output_total, self._cut_cells, self._hidden_phase = 0, set(), False
+        if not hasattr(self, "_stream_seen"):
+            self._stream_seen = {}
+        content = msg.get("content") or {}
+        hooked = self.output_hook_stack[msg["parent_header"].get("msg_id")]
+        if msg.get("msg_type") == "stream" and not hooked:
+            # streams are merged as they come (as nbclient would at the cell's end), keeping the
+            # first max_output_chars and counting the rest for the cut note
+            for prev in reversed(outs):
+                if prev.get("output_type") == "stream" and prev.get("name") == content.get("name"):
+                    text = content.get("text", "")
+                    self._stream_seen[id(prev)] = self._stream_seen.get(id(prev), len(prev["text"])) + len(text)
+                    add = text[:max(0, min(self.max_output_chars - len(prev["text"]),
+                                           self.max_notebook_output_chars - self._output_total))]
+                    prev["text"] += add
+                    self._output_total += len(add)
+                    return None
+        if self._output_total >= self.max_notebook_output_chars:
+            if cell_index not in self._cut_cells:
+                self._cut_cells.add(cell_index)
+                outs.append(NotebookNode(output_type="stream", name="stdout",
+                                         text=TOTAL_NOTE.format(limit=self.max_notebook_output_chars)))
+            return None
+        out = super().output(outs, msg, None if self._hidden_phase else display_id, cell_index)
+        if out is not None:
+            if out.get("output_type") == "stream" and not hooked:
+                self._stream_seen[id(out)] = len(out["text"])
+                out["text"] = out["text"][:self.max_output_chars]
+            else:
+                cap_outputs({"outputs": [out]}, self.max_output_chars)    # cut at once (with its note)
+            self._output_total += _output_chars(out)
+        return out
+
+    def _stream_notes(self, cell) -> None:
+        """The cut note on each stream of `cell` that was cut while it came in."""
+        seen = getattr(self, "_stream_seen", {})
+        for out in cell.get("outputs", []):
+            n = seen.pop(id(out), 0)
+            if out.get("output_type") == "stream" and n > len(out.get("text", "")):
+                out["text"] = out["text"] + CUT_NOTE.format(n=n, k=len(out["text"]))
+
+    def _lock_rundir(self, unlock: bool = False) -> None:
+        """Once the kernel has bound its sockets, its run directory (on the host's disk) is the
+        grader's again: the kernel can no longer write files there (the per-submission disk quota
+        is the private home and /tmp, both memory-backed and sized). `unlock`, once that kernel
+        is gone: the kernel's uid's again, for the next notebook's kernel."""
+        spec = SandboxSpec.from_json(self.sandbox_spec)
+        if spec.enabled and spec.uid is not None and os.geteuid() == 0:
+            owner = spec.uid if unlock else 0
+            for p in (os.path.join(spec.rundir, "kernel.json"), spec.rundir):
+                try:
+                    os.chown(p, owner, owner)
+                except OSError:
+                    pass
+            os.chmod(spec.rundir, 0o755 if unlock else 0o711)
 
     def _kill(self, killed):
         killed.set()
@@ -850,9 +1093,11 @@ class SandboxedExecute(Execute):
         except Exception as e:  # pragma: no cover
             log.warning("could not kill the kernel: %s", e)
 
-    def _capture(self, names) -> dict:
+    def _capture(self, names, meta_out: dict) -> dict:
         """The record of `names` in the student's kernel now (course_lib.answers.record); a
-        failure is recorded for each name. A silent request: no pre/post-run hooks fire."""
+        failure is recorded for each name. A silent request: no pre/post-run hooks fire. Where the
+        recorder is not the solution kernel's (`recorder`), nothing is taken and it is flagged
+        (meta_out["recorder_replaced"])."""
         try:
             msg_id = self.kc.execute("", silent=True, store_history=False,
                                      user_expressions={"values": capture_expression(names)})
@@ -861,7 +1106,20 @@ class SandboxedExecute(Execute):
             if res.get("status") != "ok":
                 why = f"recording failed in the kernel: {res.get('ename')}: {str(res.get('evalue'))[:200]}"
                 return {n: {"error": why} for n in names}
-            values = json.loads(ast.literal_eval(res["data"]["text/plain"]))
+            text = res["data"]["text/plain"]
+            if len(text) > 4 * 2**20:
+                return {n: {"error": "the record is larger than 4 MB: not an answer"} for n in names}
+            got = ast.literal_eval(text)
+            if not (isinstance(got, tuple) and len(got) == 2 and all(isinstance(x, str) for x in got)):
+                return {n: {"error": f"{RECORDER_REPLACED} (it returned {type(got).__name__})"} for n in names}
+            record, fingerprint = got
+            meta_out.setdefault("recorder", fingerprint)
+            if self.recorder and fingerprint != self.recorder:
+                meta_out["recorder_replaced"] = True
+                return {n: {"error": RECORDER_REPLACED} for n in names}
+            values = json.loads(record)
+            if not isinstance(values, dict):
+                return {n: {"error": f"{RECORDER_REPLACED} (not a record)"} for n in names}
             return {n: values[n] if isinstance(values.get(n), dict) else {"error": "not recorded"} for n in names}
         except Exception as e:
             log.warning("could not record the answer values: %s", e)

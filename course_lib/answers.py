@@ -24,6 +24,7 @@ course_lib.answers.UnsupportedAnswer: a value of type dict cannot be recorded as
 from __future__ import annotations
 
 import math
+import re
 
 from .units import Q_, is_quantity
 
@@ -33,6 +34,12 @@ SUPPORTED = ("str, int, float, bool, None, pint Quantities, numpy scalars or one
              "and tuples or lists of these")
 MAX_DEPTH = 8            # nesting of tuples and lists
 MAX_ITEMS = 10_000       # items of one tuple or list
+MAX_UNITS_CHARS = 200    # a recorded unit string
+# A recorded unit string as encode writes it (pint's "D" format): unit names joined by " * " and
+# " / ", each with an optional plain numeric exponent, or "1 / ..."; checked before pint parses it,
+# so that a record cannot make pint evaluate an expression ("meter ** (9 ** 9 ** 9)")
+_FACTOR = r"[A-Za-z_][A-Za-z0-9_]{0,63}(?: ?\*\* ?-?\d{1,3}(?:\.\d{1,17})?)?"
+UNITS_GRAMMAR = re.compile(rf"(?:1|{_FACTOR})(?: [*/] {_FACTOR}){{0,15}}")
 
 
 class UnsupportedAnswer(TypeError):
@@ -159,6 +166,10 @@ def _decode(obj, depth):
         units = obj.get("units")
         if not isinstance(units, str):
             raise UnsupportedAnswer("a quantity record without a unit string")
+        if len(units) > MAX_UNITS_CHARS or not UNITS_GRAMMAR.fullmatch(units):
+            raise UnsupportedAnswer(f"not a unit string of an answer record: {units[:80]!r} (expected unit names "
+                                    "joined by ' * ' and ' / ', each with an optional number as exponent, "
+                                    "e.g. 'gigabyte / second' or 'meter ** 2')")
         magnitude = _decode(obj.get("magnitude"), depth + 1)
         try:
             return Q_(magnitude, units)

@@ -312,6 +312,9 @@ done
 
 # The course's folder in the exchange belongs to the (first) instructor, with the modes
 # `nbgrader release_assignment` would give it; made here so that no student can claim it first.
+# The inbound is also sticky (1733): a student can add a submission but never remove or rename
+# another's (nbgrader keeps the mode of an existing folder); `autograder collect --exchange`
+# refuses a submission not owned by the student it names.
 if [[ ${#INSTRUCTORS[@]} -gt 0 ]]; then
     cdir="$EXCHANGE/$COURSE_ID"
     owner="$(stat -c %U "$cdir" 2>/dev/null || echo root)"
@@ -319,10 +322,12 @@ if [[ ${#INSTRUCTORS[@]} -gt 0 ]]; then
         mkdir -p "$cdir/inbound" "$cdir/outbound" "$cdir/feedback"
         chown "${INSTRUCTORS[0]}:" "$cdir" "$cdir/inbound" "$cdir/outbound" "$cdir/feedback"
         chmod 0755 "$cdir" "$cdir/outbound"
-        chmod 0733 "$cdir/inbound"
+        chmod 1733 "$cdir/inbound"
         chmod 0711 "$cdir/feedback"
     elif ! id -nG "$owner" | tr ' ' '\n' | grep -qx "$INSTRUCTORS_GROUP"; then
         die "$cdir belongs to $owner, who is not an instructor: inspect it, remove it, run me again"
+    elif [[ -d "$cdir/inbound" && ! -L "$cdir/inbound" ]]; then
+        chmod 1733 "$cdir/inbound"      # an exchange made by an earlier version: sticky now too
     fi
 fi
 
