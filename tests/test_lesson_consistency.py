@@ -92,7 +92,7 @@ def test_l5_q3_and_q5_verify_compare_the_same_run(lesson5):
     q5 = re.search(re.escape(run.name) + r"\s+(\S+) GFLOP/s\s+(\d+)%", printed["mach-q5-verify"])
     assert q3 and q5, printed
     bound_flops = run.model.flops_per_sample / (float(q3.group(1)) * 1e-3)      # Q3's bound, as a rate
-    assert bound_flops / 1e9 == pytest.approx(float(q5.group(1)), rel=0.01)
+    assert bound_flops / 1e9 == pytest.approx(float(q5.group(1)), rel=0.02)
     assert float(q5.group(1)) * 1e9 == pytest.approx(mine.bound_si(run), rel=0.01)
     assert run.model.flops_per_sample == 2 * mine.setup["vector_n"]      # n from the plan
 
