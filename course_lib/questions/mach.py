@@ -121,7 +121,8 @@ def q3():
                                    # MM_N^3 multiply-accumulates each reading both operands from memory
                                    mistakes={"no-reuse": regime(dot(MM_N**3))},
                                    explanation=f"Each element of A and B is reused {MM_N} times from cache: its "
-                                               "intensity is dozens of times this machine's ridge point.")},
+                                               "intensity, printed above, is far above this machine's ridge "
+                                               "point.")},
         hint="Compare each kernel's intensity (your Q2) with this machine's measured fp64 ridge point, its fp64 "
              "peak over its DRAM bandwidth, printed by the setup cell.",
         work=work)
