@@ -219,9 +219,10 @@ class MeasuredHardware(Hardware):
             lines.append(f"  source[{what}]: {src}")
         return "\n".join(lines)
 
-    def report(self, kernels: bool = True) -> str:
+    def report(self, kernels: bool = True, ridges=None) -> str:
         """Everything: set-up, peaks, levels, what was not resolved, and (``kernels=True``) the
-        timed kernels."""
+        timed kernels. ``ridges`` names the precisions whose ridge point is printed (all by
+        default; lesson 5's setup prints fp64's only: another ridge is what its Q6 asks about)."""
         s = self.setup
         out = [f"{self.name}: measured in {self.wall_time_s:.1f} s ({s['mode']})"]
         out += [f"  {line}" for line in s["how"]]
@@ -241,7 +242,7 @@ class MeasuredHardware(Hardware):
             out.append(f"  note: {n}")
         out.append(f"  memory ceiling of the roofline: {fmt_per_second(self.memory_bandwidth_si, 'B/s')}, "
                    f"{self.memory_label}")
-        for p in self.precisions:
+        for p in self.precisions if ridges is None else [p for p in self.precisions if p in ridges]:
             out.append(f"  ridge point {p}: {self.ridge_point_si(p):.2f} FLOP/byte (peak / {self.memory_level} bandwidth)")
         if kernels:
             out += ["", self.kernel_table()]
