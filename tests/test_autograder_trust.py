@@ -170,14 +170,15 @@ def test_tampering_earns_nothing_and_is_reported(run):
 
     with Gradebook(run["course"].db_url) as gb:
         flagged = {s: gb.find_submission_notebook("units", "t3", s).flagged for s in EXPECTED}
-    assert flagged["monkey"] and not flagged["right"], flagged
+    # (these synthetic notebooks carry no prediction record, which is flagged too: issue 15's rule)
+    assert flagged["monkey"], flagged
     rows = {r["student_id"]: r for r in csv.DictReader((run["base"] / "export.csv").open())}
     assert "t3units_q1_correct: the kernel's verdict differs" in rows["monkey"]["t3/flag"], rows["monkey"]
-    assert rows["right"]["t3/flag"] == ""
+    assert "differs" not in rows["right"]["t3/flag"], rows["right"]
     assert re.search(r"FLAGGED: monkey \(units\): t3units_q\d_correct: the kernel's verdict differs",
                      run["report"].stdout), run["report"].stdout
     scores = {r["student"]: r for r in csv.DictReader((run["course"].reports / "t3" / "scores.csv").open())}
-    assert "check for tampering" in scores["monkey"]["flag"] and scores["right"]["flag"] == ""
+    assert "check for tampering" in scores["monkey"]["flag"] and "tampering" not in scores["right"]["flag"]
 
 
 def _decoded_blobs(page: str) -> str:
@@ -282,9 +283,13 @@ def test_report_uses_the_hidden_tests_checks_and_counts_graded_students(run):
     assert len(gib) == 1 and gib[0]["count"] == "1" and gib[0]["label"] == "gib-vs-gb" and "16 GiB" in gib[0]["examples"]
     # share wrong = the graded result: the question's hidden test scored below its points
     scores = cell_scores(run["course"].db_url, "t3")
-    for name, cell in (("q1_time", "t3units_q1_correct"), ("q2_bytes", "t3units_q2_correct")):
-        wrong = sum(1 for s in EXPECTED if scores[s][f"units/{cell}"] < 2)
-        assert {int(r["wrong"]) for r in var(name)} == {wrong}
+    # q2_bytes is its question's only answer: its wrong count is the graded result
+    wrong = sum(1 for s in EXPECTED if scores[s]["units/t3units_q2_correct"] < 2)
+    assert {int(r["wrong"]) for r in var("q2_bytes")} == {wrong}
+    # q1_time shares its question with q1_regime: counted on its own verdict (issue 20), so the
+    # student whose time is right and regime wrong ("half") fails the question, not the variable
+    q1_failed = sum(1 for s in EXPECTED if scores[s]["units/t3units_q1_correct"] < 2)
+    assert {int(r["wrong"]) for r in var("q1_time")} == {graded - truth("q1_time")} == {q1_failed - 1}
 
 
 def test_manual_grading_awaits_then_shows_and_survives_a_regrade(run, tmp_path):
