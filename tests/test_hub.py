@@ -10,7 +10,7 @@ feedback (`python -m autograder ...` from the installed environment); the studen
 
 Checked: the scores, feedback without hidden tests, what a student can read (not the instructor's
 files, not the other student's work), no Formgrader for students (and one for the instructor);
-nbgrader's flag and the export's and report's flag columns (neither student handed in a prediction
+nbgrader's flag and the export's and report's flag columns (Validate records both students' answers; the wrong student deletes the prediction
 record); the shared environment on PATH in a login shell and in a hub terminal (`python -m
 autograder --help`); in Debian's chromium (Playwright), the Formgrader inside JupyterLab, a written
 answer graded on its manual-grading page, feedback regenerated and released from the Formgrader's
@@ -249,6 +249,10 @@ class Browser:
         xsrf = self.s.cookies.get("_xsrf", path=f"/user/{self.user}/")
         return self.s.put(self.url(path), headers={"X-XSRFToken": xsrf}, timeout=120, **kw)
 
+    def delete(self, path: str, **kw):
+        xsrf = self.s.cookies.get("_xsrf", path=f"/user/{self.user}/")
+        return self.s.delete(self.url(path), headers={"X-XSRFToken": xsrf}, timeout=120, **kw)
+
     def nbgrader(self, action: str) -> dict:
         r = self.post(f"assignments/{action}", data={"course_id": COURSE_ID, "assignment_id": ASSIGNMENT})
         r.raise_for_status()
@@ -438,8 +442,10 @@ def _alive(pid: int) -> bool:
 
 
 # ---- the term -------------------------------------------------------------------------------------
-def student_round_trip(hub, who: str, answers: dict) -> dict:
-    """Log in, spawn, fetch, answer, validate, submit: what a student does, over HTTP."""
+def student_round_trip(hub, who: str, answers: dict, keep_record: bool = True) -> dict:
+    """Log in, spawn, fetch, answer, validate, submit: what a student does, over HTTP. Validate
+    runs the form checks and verify cells, so it writes the prediction record beside the notebook;
+    `keep_record=False` deletes it before submitting (a student who hands in no record)."""
     user = hub["users"][who]
     b = Browser(hub["url"], user)
     t0 = time.monotonic()
@@ -467,6 +473,10 @@ def student_round_trip(hub, who: str, answers: dict) -> dict:
     v = b.post("assignments/validate", data={"path": f"{folder}/{name}"})
     v.raise_for_status()
     validation = v.json()
+    record = f"api/contents/{folder}/.predictions.jsonl"
+    assert b.get(record).status_code == 200, f"{user}: Validate wrote no prediction record"
+    if not keep_record:
+        b.delete(record).raise_for_status()
     submitted = b.nbgrader("submit")
     assert submitted["success"], submitted
     mine = [a for a in submitted["value"] if a["assignment_id"] == ASSIGNMENT and a["status"] == "submitted"]
@@ -523,7 +533,7 @@ def a_term(hub, capsys):
 
     # two students, one right, one wrong
     right = student_round_trip(hub, "right", right_answers())
-    wrong = student_round_trip(hub, "wrong", wrong_answers())
+    wrong = student_round_trip(hub, "wrong", wrong_answers(), keep_record=False)
     timings["student round trip (right)"] = right["seconds"]
     timings["student round trip (wrong)"] = wrong["seconds"]
     timings["  of which login + spawn"] = max(right["spawn_seconds"], wrong["spawn_seconds"])
@@ -614,15 +624,15 @@ def a_term(hub, capsys):
     assert assignments.status_code == 200 and ASSIGNMENT in assignments.text, assignments.text[:300]
     assert "@jupyter/nbgrader:formgrader" not in set(teacher.page_config().get("disabledExtensions", []))
 
-    # flags where the instructor looks: neither student ran the notebook (answers written through
-    # the contents API), so neither handed in a prediction record
+    # flags where the instructor looks: Validate recorded both students' answers; the wrong
+    # student deleted the record before submitting, so only they handed in none
     exported = instructor(hub, "export", "--out", str(course / "grades.csv"))
     rows = {r["student_id"]: r for r in csv.DictReader((course / "grades.csv").open())}
     for who in ("right", "wrong"):
         row = rows[users[who]]
-        assert "no prediction record" in row[f"{ASSIGNMENT}/flag"], (exported, row)
+        assert ("no prediction record" in row[f"{ASSIGNMENT}/flag"]) == (who == "wrong"), (exported, row)
         assert row[f"{ASSIGNMENT}/status"] == "needs manual grade", row      # the reflections
-    assert sorted(flagged_in_gradebook(hub).items()) == [(users["right"], True), (users["wrong"], True)]
+    assert sorted(flagged_in_gradebook(hub).items()) == sorted([(users["right"], False), (users["wrong"], True)])
     report = instructor(hub, "report", ASSIGNMENT)
     assert f"FLAGGED: {users['wrong']} (" in report and "no prediction record" in report, report
 
