@@ -198,7 +198,7 @@ def _ridge_below_the_a100s(chip):
 
 @question("mach_q6", rule="prediction",
           specs={"q6_higher_ridge": Choice(*Q6_CHIPS, "this machine"), "q6_reasoning": Reason()},
-          givens={"chip": "A100"}, space={"chip": Q6_CHIPS}, labels={"chip": "the GPU: {value}"},
+          givens={"chip": "A100"}, space={"chip": Q6_CHIPS}, labels={"chip": "the GPU {value}"},
           assumes=_ridge_below_the_a100s, measured=True)
 def q6(chip):
     from .. import Hardware, solve

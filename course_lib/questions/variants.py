@@ -247,7 +247,7 @@ def givens(qid: str) -> None:
     q = get(qid)
     student, key, _ = identity()
     g = draw(key, qid)
-    label = qid.split("_", 1)[1].upper()
+    label = "/".join(m.id.split("_", 1)[1].upper() for m in _members(q))     # "Q1/Q2/Q3" for a group
     if key and q.space:
         print(f"Your numbers for {label} ({student or 'your key'}): {describe(qid, g)}.")
     else:
