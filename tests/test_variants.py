@@ -45,6 +45,80 @@ def test_some_lesson_asks_with_variants():
     assert {"phases_q2", "phases_q3", "phases_q4", "phases_q5"} <= set(SPACED)
 
 
+#: questions of lessons 4 and 5 asked with the lesson's own numbers only, and why (their modules say more)
+FIXED = {
+    "mach_q1": "bytes per element do not depend on n, and the expression it is checked against is timed in fp64",
+    "mach_q3": "a size's margin from this machine's ridge depends on the measurement; the kernels are read as timed",
+    "mach_q4": "a size's margin from a cache boundary depends on the caches of the machine grading it",
+}
+
+
+@pytest.mark.parametrize("qid", sorted(q for q in all_questions() if q.split("_", 1)[0] in ("quant", "mach")))
+def test_lessons_4_and_5_vary_every_question_that_can(qid):
+    """At least 4 admissible variants for each question of lessons 4 and 5, except those in FIXED."""
+    q = all_questions()[qid]
+    if qid in FIXED:
+        assert not q.space, f"{qid} has a space though FIXED says it cannot vary: {FIXED[qid]}"
+    else:
+        assert len(V.admissible(qid)) >= 4, f"{qid}: {len(V.admissible(qid))} admissible variants"
+
+
+def test_a_group_is_asked_on_one_request():
+    """Lesson 4's Q1-Q3 share one request: every student gets the same numbers for the three,
+    only requests admissible for all three are drawn, and 200 students spread over them."""
+    group = ["quant_q1", "quant_q2", "quant_q3"]
+    keys = [student_key(SECRET, s) for s in STUDENTS]
+    for k in keys:
+        assert V.draw(k, group[0]) == V.draw(k, group[1]) == V.draw(k, group[2])
+    assert len({json.dumps(V.draw(k, group[0]), sort_keys=True) for k in keys}) == len(V.admissible(group[0]))
+    short = {"prompt": 2048, "output": 256}         # decode's W8A8 speedup within 1.5 x 2% of Q3's truth
+    assert not V.problems("quant_q1", short) and V.problems("quant_q3", short)
+    from course_lib.questions import get
+
+    assert V.admissible("quant_q1") == V.admissible("quant_q3") and \
+        all(not V.problems(q, g) for q in group for g in V.admissible(q))
+    assert [m.id for m in V._members(get("quant_q2"))] == group
+
+
+def test_a_group_must_share_its_space():
+    from course_lib.answer_forms import Ratio
+    from course_lib.questions import REGISTRY, Solution, Truth, question
+
+    def solve(n):
+        return Solution({"q1_x": Truth(float(n))})
+
+    try:
+        question("demo_q1", rule="prediction", specs={"q1_x": Ratio()}, givens={"n": 1}, space={"n": [1, 2]},
+                 group="demo_pair")(solve)
+        question("demo_q2", rule="prediction", specs={"q1_x": Ratio()}, givens={"n": 1}, space={"n": [1, 3]},
+                 group="demo_pair")(solve)
+        with pytest.raises(ValueError, match="different spaces"):
+            V.admissible("demo_q1")
+    finally:
+        REGISTRY.pop("demo_q1", None), REGISTRY.pop("demo_q2", None)
+        V._admissible.cache_clear()
+
+
+def test_a_measured_question_is_admitted_without_measuring(monkeypatch):
+    """Lesson 5's Q6 grades against this machine: which GPUs it may compare is settled without
+    measuring (every machine draws the same variants), and a GPU whose fp16 ridge is below the
+    A100's is refused by its assumption."""
+    import course_lib.measure as M
+
+    def no_measurement(*a, **k):
+        raise AssertionError("admissibility measured the machine")
+
+    monkeypatch.setattr(M, "this_machine", no_measurement)
+    V._admissible.cache_clear()
+    try:
+        chips = [g["chip"] for g in V.admissible("mach_q6")]
+        assert "A100" in chips and "V100" not in chips and len(chips) >= 4
+        assert "V100" in all_questions()["mach_q6"].space["chip"]
+        assert any("below the A100's" in why for why in V.problems("mach_q6", {"chip": "V100"}))
+    finally:
+        V._admissible.cache_clear()
+
+
 def test_the_key_depends_on_secret_and_student():
     k = student_key(SECRET, "alice")
     assert len(k) == 32 and k == student_key(SECRET, "alice")

@@ -271,7 +271,7 @@ def q6(batch):
         for name, (_, dd) in runs.items():
             print(f"{name:13s}: t_compute {dd.t_compute_si * 1e3:6.2f} ms, t_memory {dd.t_memory_si * 1e3:6.2f} ms"
                   f" -> TPOT {dd.latency_si * 1e3:6.2f} ms ({dd.bottleneck})")
-        print(f"(W8A8: {_serve(SHORT, batch, **Q6_CASES['W8A8']).precisions.label()})")
+        print(f"W8A8 here: {_serve(SHORT, batch, **Q6_CASES['W8A8']).precisions.label()}")
         print(f"TPOT(fp16) / TPOT(int4 weights) = {fp16.latency_si * 1e3:.2f} / {int4.latency_si * 1e3:.2f} = "
               f"{truth:.3f}")
         _mean_step_note(runs, SHORT, batch)

@@ -121,11 +121,11 @@ def problems(qid: str, givens: dict) -> list[str]:
 
 def _members(q) -> list:
     """The questions drawn together with `q`: its group (declared with the same space), or itself."""
-    from .core import lesson_questions
+    from .core import REGISTRY, _number
 
     if not q.group:
         return [q]
-    members = [o for o in lesson_questions(q.id.split("_", 1)[0]) if o.group == q.group]
+    members = sorted((o for o in REGISTRY.values() if o.group == q.group), key=lambda o: _number(o.id))
     for o in members:
         if o.space != q.space:
             raise ValueError(f"{o.id} and {q.id} are drawn together (group {q.group!r}) but declare different "
