@@ -5,6 +5,9 @@
 * admissibility: every question's space has admissible variants, the canonical one among them;
   each admissible variant keeps every listed mistake outside 1.5 x the tolerance and its
   honest answers pass grade() under every STANDARD perturbation; the filter really rejects;
+* lessons 4 and 5 vary every question that can (at least 4 admissible variants; those that
+  cannot are named, with why); a group of questions is asked on one request; a question graded
+  against this machine's measurement is admitted without measuring;
 * whose numbers: the grader's / hub's environment wins over a file a student set;
 * commits record the variant, and the grader flags a commit made for other numbers;
 * the secret never reaches the student repository.
