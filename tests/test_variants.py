@@ -218,6 +218,69 @@ def test_a_space_must_hold_the_canonical_numbers():
         question("demo_q9", rule="prediction", specs={"q9_x": Ratio()}, givens={"n": 3}, space={"m": [1, 2]})
 
 
+# ---- the lessons' givens cells compute from the student's variant ------------------------------------
+def _run_cells(path, ids, ns) -> str:
+    import contextlib
+    import io
+
+    import nbformat
+    from lesson_questions import strip_delimiters
+
+    cells = {c.get("id"): c for c in nbformat.read(path, as_version=4).cells}
+    out = io.StringIO()
+    for cid in ids:
+        with contextlib.redirect_stdout(out):
+            exec(compile(strip_delimiters(cells[cid].source), cid, "exec"), ns)
+    return out.getvalue()
+
+
+def _other_numbers(qids) -> str:
+    """A key whose variant of every question in `qids` differs from the lesson's own."""
+    keys = (student_key(SECRET, s) for s in STUDENTS)
+    return next(k for k in keys if all(V.draw(k, q) != all_questions()[q].givens for q in qids))
+
+
+def test_lesson_4s_givens_are_the_students_own(no_identity, monkeypatch):
+    """Run as a student with other numbers for every question, lesson 4's givens cells print and
+    compute that student's request, chip, context and batch; the by-hand Q2 solved from what they
+    print passes the hidden test of the student's own variant."""
+    qids = ["quant_q1", "quant_q4", "quant_q5", "quant_q6"]
+    key = _other_numbers(qids)
+    monkeypatch.setenv(V.KEY_ENV, key)
+    monkeypatch.setenv(V.STUDENT_ENV, "dana")
+    mine = {q: V.draw(key, q) for q in qids}
+    ns: dict = {"__name__": "__lesson__"}
+    out = _run_cells(REPO / "solutions" / "04_quantization" / "quantization.ipynb",
+                     ["quant-setup", "quant-q1-given", "quant-givens-decode", "quant-q4-given", "quant-givens-kv",
+                      "quant-q5-given", "quant-givens-batch", "quant-q6-given"], ns)
+    assert (ns["P"], ns["T"]) == (mine["quant_q1"]["prompt"], mine["quant_q1"]["output"])
+    assert (ns["chip"], ns["ctx"]) == (mine["quant_q4"]["chip"], mine["quant_q4"]["context"])
+    assert ns["batch"] == mine["quant_q5"]["batch"]
+    for q in qids:
+        assert V.describe(q, mine[q]) in out
+    assert f"mean context c = {ns['P']} + {ns['T']}/2" in out and f"fp16 weights, batch {ns['batch']}:" in out
+    _run_cells(REPO / "solutions" / "04_quantization" / "quantization.ipynb", ["quant-q2-answer"], ns)
+    grade("quant_q2", namespace=ns)
+    with pytest.raises(CheckFailed):                      # the lesson's own request is not this student's
+        grade("quant_q2", namespace=ns, givens=all_questions()["quant_q2"].givens)
+
+
+def test_lesson_5s_givens_are_the_students_own(no_identity, monkeypatch):
+    """The same for lesson 5: Q2's matmul size and Q6's GPU, printed and tabulated."""
+    qids = ["mach_q2", "mach_q6"]
+    key = _other_numbers(qids)
+    monkeypatch.setenv(V.KEY_ENV, key)
+    monkeypatch.setenv(V.STUDENT_ENV, "dana")
+    monkeypatch.setenv("COURSE_LIB_MEASURE", "quick")
+    chip = V.draw(key, "mach_q6")["chip"]
+    out = _run_cells(REPO / "solutions" / "05_your_machine" / "your_machine.ipynb",
+                     ["mach-setup", "mach-q2-given", "mach-reality-givens", "mach-q6-given"], {"__name__": "__lesson__"})
+    assert f"Your numbers for Q2 (dana): {V.describe('mach_q2', V.draw(key, 'mach_q2'))}." in out
+    assert f"Your numbers for Q6 (dana): {V.describe('mach_q6', V.draw(key, 'mach_q6'))}." in out
+    rows = {line[:26].strip() for line in out.splitlines()}      # the reality check's table: chip first
+    assert chip in rows and "A100" not in rows                     # Q6's GPU, not the lesson's own
+
+
 # ---- whose numbers ----------------------------------------------------------------------------
 def test_set_student_once_then_every_lesson_has_the_numbers(no_identity, capsys):
     from course_lib.questions import givens, set_student
