@@ -22,6 +22,10 @@ Where the kernel finds the key (:func:`identity`), first hit wins:
 Only **admissible** variants are drawn (:func:`problems`): every listed mistake stays at least
 ``MARGIN`` tolerances from the truth, every regime, choice and ratio keeps its answer under
 ``course_lib.sensitivity.STANDARD``, and the question's own assumptions hold (``assumes=``).
+Questions declared with one ``group`` (several questions on one request) are drawn together,
+``HMAC-SHA256(key, group)``, among the variants admissible for every one of them. A question
+whose truth needs this machine's measurement (``measured=True``, lesson 5) is admitted by its
+``assumes`` alone, so the variants drawn never depend on the machine drawing them.
 
 >>> from course_lib.questions import get
 >>> draw("", "phases_q3") == get("phases_q3").givens        # no key: the canonical numbers
@@ -82,6 +86,8 @@ def problems(qid: str, givens: dict) -> list[str]:
         why = q.assumes(**givens)
         if why:
             out.append(f"assumption: {why}")
+    if q.measured:          # solving would measure this machine: what another one admits could differ
+        return out
     try:
         sol = q.solution(**givens)
     except (ValueError, KeyError) as e:
@@ -113,6 +119,20 @@ def problems(qid: str, givens: dict) -> list[str]:
     return out
 
 
+def _members(q) -> list:
+    """The questions drawn together with `q`: its group (declared with the same space), or itself."""
+    from .core import REGISTRY, _number
+
+    if not q.group:
+        return [q]
+    members = sorted((o for o in REGISTRY.values() if o.group == q.group), key=lambda o: _number(o.id))
+    for o in members:
+        if o.space != q.space:
+            raise ValueError(f"{o.id} and {q.id} are drawn together (group {q.group!r}) but declare different "
+                             f"spaces: {o.space} and {q.space}")
+    return members
+
+
 @lru_cache(maxsize=None)
 def _admissible(qid: str) -> tuple:
     from .core import get
@@ -120,7 +140,9 @@ def _admissible(qid: str) -> tuple:
     q = get(qid)
     if not q.space:
         return (json.dumps(q.givens, sort_keys=True),)
-    return tuple(json.dumps(g, sort_keys=True) for g in _space_points(q) if not problems(qid, g))
+    members = _members(q)
+    return tuple(json.dumps(g, sort_keys=True) for g in _space_points(q)
+                 if not any(problems(m.id, {**m.givens, **{n: g[n] for n in q.space}}) for m in members))
 
 
 def admissible(qid: str) -> list[dict]:
@@ -141,7 +163,7 @@ def draw(key: str | None, qid: str) -> dict:
     options = admissible(qid)
     if not options:
         raise RuntimeError(f"{qid}: no admissible variant in its space (tests/test_variants.py says why)")
-    h = hmac.new(key.encode(), qid.encode(), hashlib.sha256).digest()
+    h = hmac.new(key.encode(), (q.group or qid).encode(), hashlib.sha256).digest()
     return options[int.from_bytes(h[:8], "big") % len(options)]
 
 
@@ -225,7 +247,7 @@ def givens(qid: str) -> None:
     q = get(qid)
     student, key, _ = identity()
     g = draw(key, qid)
-    label = qid.split("_", 1)[1].upper()
+    label = "/".join(m.id.split("_", 1)[1].upper() for m in _members(q))     # "Q1/Q2/Q3" for a group
     if key and q.space:
         print(f"Your numbers for {label} ({student or 'your key'}): {describe(qid, g)}.")
     else:
