@@ -133,20 +133,7 @@ def compare(record, questions, entries: list) -> list[str]:
     questions = set(questions)
     mine = [e for e in entries if e.get("question") in questions]
     digests = {e.get("digest") for e in mine}
-    out = []
-    seen = set()
-    for e in list(record.events) + list(record.copies):
-        if not isinstance(e, dict) or e.get("q") not in questions or e.get("kind") not in KINDS:
-            continue
-        d = L.digest(e)
-        if d in seen:
-            continue
-        seen.add(d)
-        if d not in digests:
-            note = " (the notebook noted the ledger unreachable then)" if e.get("ledger") == L.UNREACHABLE else ""
-            out.append(f"{DIFFERS}: {_label(e['q'])} {e['kind']} at {P.clock(e.get('t'))} "
-                       f"({P.show_values(e.get('values')) if e['kind'] != 'reveal' else 'the truth shown'}) "
-                       f"is not in the ledger{note}")
+    out, seen, missing = [], set(), []
     for q in sorted(questions):
         h = _ledger_history(mine, q)
         if h["revealed"] is None:
@@ -161,6 +148,22 @@ def compare(record, questions, entries: list) -> list[str]:
             out.append(f"{DIFFERS}: the ledger has {what} committed for {_label(q)} before its first reveal (at "
                        f"{P.clock(h['revealed'].get('received'))}); the record grades "
                        f"{P.show_values(rec['committed'])}")
+    for e in list(record.events) + list(record.copies):
+        if not isinstance(e, dict) or e.get("q") not in questions or e.get("kind") not in KINDS:
+            continue
+        d = L.digest(e)
+        if d not in seen:
+            seen.add(d)
+            if d not in digests:
+                missing.append(e)
+    if missing:
+        e = missing[0]
+        first = f"{_label(e['q'])} {e['kind']} at {P.clock(e.get('t'))}" + (
+            f", {P.show_values(e.get('values'))}" if e["kind"] != "reveal" else "")
+        unreachable = sum(m.get("ledger") == L.UNREACHABLE for m in missing)
+        out.append(f"{DIFFERS}: {len(missing)} of the record's {len(seen)} commits and reveals are not in the "
+                   f"ledger (the first: {first})" + (f"; the notebook noted the ledger unreachable for {unreachable} "
+                                                      "of them" if unreachable else ""))
     return list(dict.fromkeys(out))
 
 

@@ -1081,8 +1081,10 @@ def ledger_term(hub, capsys):
     assert "failed 0" in graded and f"{users['rewriter']} " in graded and DIFFERS in graded, graded
     assert not any(users["honest"] in line and DIFFERS in line for line in graded.splitlines()), graded
     rows = exported()
-    assert DIFFERS in rows["rewriter"][f"{ASSIGNMENT}/flag"] and rows["rewriter"][f"{ASSIGNMENT}/ledger"] == DIFFERS, \
-        rows["rewriter"]
+    flag = rows["rewriter"][f"{ASSIGNMENT}/flag"]
+    assert DIFFERS in flag and rows["rewriter"][f"{ASSIGNMENT}/ledger"] == DIFFERS, rows["rewriter"]
+    # what the ledger saw committed before the truth was shown, against what the record grades
+    assert re.search(r"the ledger has .+ committed for Q\w+ before its first reveal .+; the record grades", flag), flag
     assert (rows["honest"][f"{ASSIGNMENT}/flag"], rows["honest"][f"{ASSIGNMENT}/ledger"]) == ("", VOUCHED), \
         rows["honest"]
     assert sorted(flagged_in_gradebook(hub).items()) == sorted([(users["honest"], False), (users["rewriter"], True)])
