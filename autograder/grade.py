@@ -780,10 +780,10 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
     if no_record not in predictions.NO_RECORD_POLICIES:
         raise ValueError(f"no_record is one of {predictions.NO_RECORD_POLICIES}, not {no_record!r}")
     entries = hub_ledger.load(ledger) if ledger else None
-    mine = {s: None if entries is None else entries.get(s, []) for s in wanted}
+    ledger_entries = {s: None if entries is None else entries.get(s, []) for s in wanted}
     for s in wanted:
         fps[s] = (_fingerprint(course, assignment, s, sandbox, pkg_dirs, no_record) + variants.fingerprint(keys[s])
-                  + hub_ledger.fingerprint(mine[s]))
+                  + hub_ledger.fingerprint(ledger_entries[s]))
         if not force and _up_to_date(course, assignment, s, fps[s]):
             skipped.append(s)
         else:
@@ -839,7 +839,7 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
             futures = {pool.submit(grade_one, {**job_base, "student": s, "slot": str(i),
                                                "submitted": str(course.submitted / s / assignment),
                                                "student_record": records.get(s), "variant_key": keys[s],
-                                               "no_record": no_record, "ledger": mine[s],
+                                               "no_record": no_record, "ledger": ledger_entries[s],
                                                "extension": extensions.get(s)}): s for i, s in enumerate(todo)}
             try:
                 for fut in as_completed(futures):

@@ -54,9 +54,11 @@ def payload(event: dict, folder: Path) -> dict:
     body = {"assignment": Path(folder).name[:100], "notebook": _notebook()[:200], "question": event.get("q"),
             "kind": event.get("kind"), "digest": digest(event),
             "values_hash": hashlib.sha256(_canonical(values)).hexdigest(),
-            "variant": event.get("variant"), "t": event.get("t"), "seq": event.get("seq"), "n": event.get("n")}
+            "t": event.get("t"), "seq": event.get("seq"), "n": event.get("n")}
     if len(_canonical(values)) <= MAX_VALUES_BYTES:
         body["values"] = values
+    if isinstance(event.get("variant"), dict) and len(_canonical(event["variant"])) <= MAX_VALUES_BYTES:
+        body["variant"] = event["variant"]        # the givens it was answered for (the digest covers them anyway)
     return body
 
 
