@@ -10,7 +10,11 @@ a failure is never a zero. Each assignment has two more columns:
 * `<assignment>/flag`: why the submission needs a look, as nbgrader's flag in the Formgrader
   ("grading failed", the kernel's verdict differing from the re-verification, no or an edited
   prediction record, a prediction changed after its reveal), "flagged" for a flag an instructor
-  set in the Formgrader, or empty.
+  set in the Formgrader, or empty;
+* `<assignment>/ledger`: whether the hub's prediction ledger vouches for the prediction record
+  (`grade --ledger`, autograder.ledger): "vouched", "record differs from the hub's ledger" (also
+  a flag), or "not vouched" (graded without a ledger: a laptop or Binder; information, not a
+  penalty); empty without a graded submission.
 
 `late_penalty` sums nbgrader's late penalties; `total` = the notebook scores minus the penalties.
 With `--with-max` a last row, `(max)`, holds the maximum of each column so a spreadsheet can turn
@@ -29,6 +33,7 @@ def export(course: Course, out: Path, with_max: bool = False) -> Path:
     from nbgrader.api import Gradebook
 
     from .grade import failed_students, flag_reasons
+    from .ledger import status as ledger_status
 
     if not course.db.is_file():
         raise SystemExit(f"no gradebook at {course.db}: grade something first")
@@ -65,6 +70,7 @@ def export(course: Course, out: Path, with_max: bool = False) -> Path:
                 # reasons say why
                 why = flag_reasons(course, a, sid) if (a in flagged or sid in failed[a]) else []
                 row.append("; ".join(why) or ("flagged" if a in flagged else ""))
+                row.append(ledger_status(course, a, sid) if a in submitted and sid not in failed[a] else "")
             rows.append(row + [_fmt(penalty), _fmt(sum(scores.values()) - penalty)])
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -72,13 +78,13 @@ def export(course: Course, out: Path, with_max: bool = False) -> Path:
         w = csvsafe.Writer(f)
         header = ["student_id", "last_name", "first_name", "email"]
         for a, nbs in notebooks.items():
-            header += [f"{a}/{n}" for n, _ in nbs] + [f"{a}/status", f"{a}/flag"]
+            header += [f"{a}/{n}" for n, _ in nbs] + [f"{a}/status", f"{a}/flag", f"{a}/ledger"]
         w.writerow(header + ["late_penalty", "total"])
         w.writerows(rows)
         if with_max:
             maxrow = ["(max)", "", "", ""]
             for a, nbs in notebooks.items():
-                maxrow += [_fmt(m) for _, m in nbs] + ["", ""]
+                maxrow += [_fmt(m) for _, m in nbs] + ["", "", ""]
             w.writerow(maxrow + ["", _fmt(sum(m for nbs in notebooks.values() for _, m in nbs))])
     return out
 

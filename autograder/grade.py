@@ -57,6 +57,7 @@ from .safefiles import copy_tree
 from .sandbox import (INSTALL_HELP, RECORDER_REPLACED, UNSANDBOXED_WARNING, Limits, die_with_parent, grader_package,
                       make_spec, matplotlib_cache, missing_packages, package_dirs, probe, sanitize_markdown)
 from . import csvsafe, predictions, variants, verify
+from . import ledger as hub_ledger
 
 log = logging.getLogger("autograder")
 
@@ -345,8 +346,10 @@ def grade_one(job: dict) -> dict:
                     from nbgrader.utils import parse_utc
 
                     gb.add_submission(a, student, extension=parse_utc(job["extension"]))
+        tests = verify.from_json(job["tests"])
         with time_limit(PARSE_SECONDS, "reading the prediction record handed in"):
-            records = _prediction_records(mine, verify.from_json(job["tests"]))
+            records = _prediction_records(mine, tests)
+            hub_ledger.apply(out, records, tests, job.get("ledger"))     # --ledger: the hub's copy
         expected = variants.assigned(job.get("variant_key", ""), job.get("variant_questions") or [])
         out["variant"] = expected
         out["predictions"] += variants.mismatches(records, expected)
@@ -737,11 +740,14 @@ def _preflight_cause(res: dict, packages, sandbox: bool) -> str:
 
 def grade(course: Course, assignment: str, *, students: list[str] | None = None, jobs: int | None = None,
           limits: Limits | None = None, force: bool = False, sandbox: bool | None = None,
-          packages=("course_lib",), progress: bool = True, stream=None, no_record: str = "final") -> GradeSummary:
+          packages=("course_lib",), progress: bool = True, stream=None, no_record: str = "final",
+          ledger: str | None = None) -> GradeSummary:
     """Autograde the submissions of `assignment` found in course.submitted.
 
     no_record: what a submission without any prediction record earns for its questions
     (autograder.predictions.NO_RECORD_POLICIES): "final" (its final answers) or "zero-predictions".
+    ledger: the hub's prediction ledger (a folder, file or URL: autograder.ledger) to check each
+    record against; without it every submission is "not vouched".
 
     sandbox: None or True -- required (GradingRefused with install instructions where bubblewrap
     does not work); False -- unsandboxed, with a loud warning (--no-sandbox).
@@ -773,8 +779,11 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
     todo, skipped, fps = [], [], {}
     if no_record not in predictions.NO_RECORD_POLICIES:
         raise ValueError(f"no_record is one of {predictions.NO_RECORD_POLICIES}, not {no_record!r}")
+    entries = hub_ledger.load(ledger) if ledger else None
+    ledger_entries = {s: None if entries is None else entries.get(s, []) for s in wanted}
     for s in wanted:
-        fps[s] = _fingerprint(course, assignment, s, sandbox, pkg_dirs, no_record) + variants.fingerprint(keys[s])
+        fps[s] = (_fingerprint(course, assignment, s, sandbox, pkg_dirs, no_record) + variants.fingerprint(keys[s])
+                  + hub_ledger.fingerprint(ledger_entries[s]))
         if not force and _up_to_date(course, assignment, s, fps[s]):
             skipped.append(s)
         else:
@@ -830,7 +839,7 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
             futures = {pool.submit(grade_one, {**job_base, "student": s, "slot": str(i),
                                                "submitted": str(course.submitted / s / assignment),
                                                "student_record": records.get(s), "variant_key": keys[s],
-                                               "no_record": no_record,
+                                               "no_record": no_record, "ledger": ledger_entries[s],
                                                "extension": extensions.get(s)}): s for i, s in enumerate(todo)}
             try:
                 for fut in as_completed(futures):
@@ -868,6 +877,7 @@ def _finish(course: Course, assignment: str, res: dict, fp: str, sandboxed: bool
                      "seconds": round(res["seconds"], 2), "stopped": res["stopped"], "notes": res.get("notes", []),
                      "disagreements": res.get("flags", []), "predictions": res.get("predictions", []),
                      "variant": res.get("variant") or {}, "flags": res.get("flag_reasons", {}),
+                     "ledger": res.get("ledger") or hub_ledger.NOT_VOUCHED,
                      "warnings": res.get("warnings", [])})
         flag_submission(course.db_url, assignment, s, res.get("flag_reasons", {}))
         summary.graded.append(s)

@@ -13,6 +13,9 @@ The record is kept twice, so it survives both ways work is handed in:
 * the output of the cell that made the event (a JSON display, MIME type ``MIME``), which a
   saved notebook keeps, so a single .ipynb uploaded to an LMS carries it too.
 
+On a hub that advertises a ledger, each event is also posted to it (course_lib.ledger): a copy
+the student cannot write, which the grader compares with the record (autograder.ledger).
+
 Each event is chained by hash to the previous event of its question and to the previous event
 of the whole record, and times run forward: editing the record by hand breaks a chain or
 disagrees with a copy kept in the notebook, and the grader flags it to the instructor.
@@ -44,6 +47,7 @@ import json
 import uuid
 from pathlib import Path
 
+from . import ledger
 from .question_ids import label as _label      # 'wall_q2b' -> 'Q2B'
 
 __all__ = ["RECORD_FILE", "MIME", "NotCommitted", "commit", "reveal", "record_path", "load_record",
@@ -285,6 +289,10 @@ def _append(question: str, kind: str, values=None, reasoning=None) -> tuple[dict
         events = load_record(path)
         event = make_event(events, question, kind, values, reasoning, count=_execution_count(),
                            variant=_variant(question) if kind in ("commit", "revise") else None)
+        if ledger.advertised() and not ledger.post(event, path.parent):
+            # on a hub: the ledger keeps its own copy; a failed post is noted, never fatal
+            event["ledger"] = ledger.UNREACHABLE
+            event["hash"] = event_hash(event)
         f.write(json.dumps(event, sort_keys=True) + "\n")
         f.flush()
     return event, events + [event]
