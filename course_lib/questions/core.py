@@ -113,7 +113,8 @@ def question(qid: str, *, rule: str, specs: dict, givens: dict | None = None, sp
              labels: dict | None = None, assumes: Callable[..., str | None] | None = None):
     """Declare a graded question (a decorator for its solver). `givens` are the canonical
     parameters (the lesson's own numbers); `space` the values each may take in a student's
-    variant (course_lib.questions.variants), the canonical ones among them; `assumes(**givens)`
+    variant (course_lib.questions.variants), the canonical ones among them; `labels` how a given
+    cell words each (a format string, or a function of the value); `assumes(**givens)`
     says what a variant would break (e.g. "the batch does not fit"), or None."""
     if rule not in RULES:
         raise ValueError(f"rule must be one of {sorted(RULES)}, got {rule!r}")
