@@ -37,7 +37,8 @@ def chip_words(key: str) -> str:
 def _precision(p: str) -> str:
     from ..precision import bytes_per_element
 
-    return f"{p} ({bytes_per_element(p):g} bytes per element)"
+    size = bytes_per_element(p)
+    return f"{p} ({size:g} byte{'' if size == 1 else 's'} per element)"
 
 
 def _act_bytes(model) -> float:

@@ -290,7 +290,7 @@ GPT_FAST_EMPIRICAL_BANDWIDTH = 1700e9
           givens={"model": "Llama2_7B", "precision": "bf16"},
           # the single-A100 rows gpt-fast published (int8 and int4: weight-only quantization)
           space={"model": ["Llama2_7B", "Llama2_70B"], "precision": ["bf16", "int8", "int4"]},
-          labels={"model": "{value}", "precision": "weights in {value}"})
+          labels={"model": lambda k: _model(k).name, "precision": "weights in {value}"})
 def q6(model, precision):
     from ..hardware_specs import SPECS
     from ..measurements import decode_bound
