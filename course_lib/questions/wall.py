@@ -227,7 +227,8 @@ def _not_a_clear_generation_step(old, new):
 @question("wall_q5", rule="prediction",
           specs={"q5_prediction": Choice("higher", "lower"), "q5_reasoning": Reason()},
           givens={"old": "H100", "new": "H200"},
-          space={"old": ["V100", "A100", "H100"], "new": ["A100", "H100", "H200", "B200", "MI300X", "L4"]},
+          # older chips with low and with high ridges, so that "higher" and "lower" are about as common
+          space={"old": ["V100", "A100", "H100", "H100_PCIe", "L4"], "new": ["H100", "H200", "B200", "MI300X"]},
           labels={"old": lambda k: "from " + chip_words(k), "new": lambda k: "to " + chip_words(k)},
           assumes=_not_a_clear_generation_step)
 def q5(old, new):
