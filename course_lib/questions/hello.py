@@ -137,11 +137,11 @@ def q3(chip, n, k):
         if n == k:      # I(M) = n M / (2 M + n) for a square weight matrix
             m_star = n * ridge / (n - 2 * ridge)
             print(f"\n{n} M / (2 M + {n}) = {ridge:.1f}  ->  M* = {n} x {ridge:.1f} / ({n} - 2 x {ridge:.1f}) "
-                  f"= {m_star:.1f}")
+                  f"= {m_star:.1f} rows")
         else:           # I(M) = M N K / (M K + K N + M N)
             m_star = ridge * k * n / (n * k - ridge * (n + k))
             print(f"\nM N K / (M K + K N + M N) = {ridge:.1f}  ->  M* = ridge K N / (N K - ridge (N + K)) "
-                  f"= {m_star:.1f}")
+                  f"= {m_star:.1f} rows")
 
     return Solution(
         {"q3_prediction": Truth(truth, mistakes={"sparse-peak": first_above(2 * ridge),
