@@ -221,7 +221,8 @@ def q5(chip, batch):
     def work():
         act = _act_bytes(model)
         per_batch = "act_bytes" if batch == 1 else f"{batch} x act_bytes"
-        print(f"bytes = 2 x params + {per_batch} = {2 * model.parameters:.4g} + {batch * act:.4g} = {p.bytes_si:.4g} B\n")
+        print(f"bytes = 2 x params + {per_batch} = {2 * model.parameters:.4g} + {batch * act:.4g} "
+              f"= {p.bytes_si:.4g} B\n")
         print(p)
 
     return Solution(
@@ -245,7 +246,7 @@ def q5(chip, batch):
 @question("hello_q6", rule="prediction",
           specs={"q6_limit": Number("FLOP/byte", rel_tol=0.02), "q6_reasoning": Reason()},
           givens={"precision": "fp16"},
-          space={"precision": ["fp16", "fp32", "int8"]},     # the element sizes a CNN engine runs (int8: activations too)
+          space={"precision": ["fp16", "fp32", "int8"]},    # the element sizes a CNN engine runs (int8 too)
           labels={"precision": _precision})
 def q6(precision):
     import numpy as np
@@ -306,9 +307,9 @@ def q7(chip, batch):
     return Solution(
         {"q7_prediction": Truth(p.bottleneck, mistakes={
             "weights-only": "compute-bound" if weights_only >= hw.ridge_point_si("fp16") else "memory-bound"},
-            explanation="The limit F / S_act belongs to the model (Q6), the ridge to the chip: a batch "
-                        "can only clear a ridge that sits below the limit.")},
-        hint="Compare the model's intensity limit (Q6) with this chip's ridge point.",
+            explanation="The limit F / S_act belongs to the model and its precision (Q6; fp16 here), the "
+                        "ridge to the chip: a batch can only clear a ridge that sits below the limit.")},
+        hint="Compare the model's fp16 intensity limit (F / S_act, as in Q6) with this chip's ridge point.",
         work=work)
 
 
