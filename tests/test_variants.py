@@ -7,7 +7,10 @@
   honest answers pass grade() under every STANDARD perturbation; the filter really rejects;
 * whose numbers: the grader's / hub's environment wins over a file a student set;
 * commits record the variant, and the grader flags a commit made for other numbers;
-* the secret never reaches the student repository.
+* the secret never reaches the student repository;
+* lessons 1 and 2: every graded question has a space or a stated reason, at least 4 variants
+  (or a stated fewer), no given cell states its variant's answer, and the leak test passes as
+  students with keys.
 """
 from __future__ import annotations
 
