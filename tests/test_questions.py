@@ -155,18 +155,20 @@ def _run_lesson(path):
         shown.append(out.getvalue())
 
 
-def _leaks(path) -> list[str]:
-    """What a student running the lesson sees of an answer before its answer cell, for the
-    numbers of whoever runs it (course_lib.questions.variants: the lesson's own without an id)."""
+def leaks(path, solution=None) -> list[str]:
+    """What a student running the lesson sees of an answer before its answer cell, the truths
+    being `solution(question)`'s, by default those of whoever runs it
+    (course_lib.questions.variants: the lesson's own without an id)."""
     from course_lib.questions import variant
 
+    solution = solution or (lambda q: q.solution(**variant(q.id)))
     problems = []
     for cell, before in _run_lesson(path):
         hit = re.match(r"^([a-z]+_q\d+[a-z]?)_(prediction|answer)$", meta(cell).get("grade_id", ""))
         if not hit or hit.group(1) not in QUESTIONS:
             continue
         q = QUESTIONS[hit.group(1)]
-        sol = q.solution(**variant(q.id))
+        sol = solution(q)
         for name in q.answer_names:
             spec, t = q.specs[name], sol.truths[name]
             for sentence in re.split(r"(?<=[.:;])\s+", t.explanation):
@@ -187,7 +189,7 @@ def test_nothing_above_an_answer_cell_gives_its_answer_away(path, monkeypatch):
     from course_lib.questions import variants as V
 
     monkeypatch.delenv(V.KEY_ENV, raising=False)         # the lesson's own numbers
-    problems = _leaks(path)
+    problems = leaks(path)
     assert not problems, "\n".join(problems)
 
 
@@ -212,5 +214,5 @@ def test_nor_in_a_students_own_variant(path, monkeypatch):
     monkeypatch.setenv(V.KEY_ENV, key)
     monkeypatch.setenv(V.STUDENT_ENV, "leak-check")
     assert all(V.current(q) != QUESTIONS[q].givens for q in spaced)
-    problems = _leaks(path)
+    problems = leaks(path)
     assert not problems, "\n".join(problems)

@@ -10,7 +10,10 @@
   against this machine's measurement is admitted without measuring;
 * whose numbers: the grader's / hub's environment wins over a file a student set;
 * commits record the variant, and the grader flags a commit made for other numbers;
-* the secret never reaches the student repository.
+* the secret never reaches the student repository;
+* lessons 1 and 2: every graded question has a space or a stated reason, at least 4 variants
+  (or a stated fewer), no given cell states its variant's answer, and the leak test passes as
+  students with keys.
 """
 from __future__ import annotations
 
@@ -382,3 +385,75 @@ def test_the_hub_gives_each_student_their_own_key_never_the_secret(tmp_path):
     env = load()("alice")
     assert env == {V.STUDENT_ENV: "alice", V.KEY_ENV: student_key(SECRET, "alice")}
     assert SECRET.decode() not in json.dumps(env)
+
+
+# ---- lessons 1 and 2 ---------------------------------------------------------------------------------
+#: the graded questions of lessons 1 and 2 asked with the same numbers for everyone, and why
+SAME_FOR_EVERYONE = {
+    "wall_q3": "its answer variables are named for the A100 and the H100, and ridge / I(1) depends on nothing else",
+    "wall_q4": "conceptual: the exact crossover is above the estimate for every model and chip",
+}
+#: admissible variants at least (4 unless the physics allows fewer, said here)
+FEWEST_VARIANTS = {"hello_q6": 3}      # F / S_act changes with the element size only: fp32, fp16, int8
+
+
+@pytest.mark.parametrize("qid", sorted(q for q in all_questions() if q.split("_")[0] in ("hello", "wall")))
+def test_lessons_1_and_2_give_each_question_its_own_numbers(qid):
+    """Every graded question of lessons 1 and 2 has a space (or is listed above with its reason),
+    and 200 students draw at least 4 of its variants (the listed exceptions fewer)."""
+    q = all_questions()[qid]
+    if qid in SAME_FOR_EVERYONE:
+        assert not q.space, f"{qid} now has a space: take it off SAME_FOR_EVERYONE"
+        return
+    assert q.space, f"{qid} asks everyone the same numbers: give it a space or say why in SAME_FOR_EVERYONE"
+    drawn = {json.dumps(V.draw(student_key(SECRET, s), qid), sort_keys=True) for s in STUDENTS}
+    assert len(drawn) >= FEWEST_VARIANTS.get(qid, 4), f"{qid}: 200 students drew only {sorted(drawn)}"
+
+
+@pytest.mark.parametrize("qid", SPACED)
+def test_no_given_cell_states_its_variants_answer(qid):
+    """A given cell's words, for every admissible variant, hold no number that is the variant's
+    answer (the leak test's rule, tests/test_questions.py)."""
+    from test_questions import _gives_away, _numbers
+
+    q = all_questions()[qid]
+    for g in V.admissible(qid):
+        text = V.describe(qid, g)
+        sol = q.solution(**g)
+        for name in q.answer_names:
+            spec = q.specs[name]
+            if not isinstance(spec, Number):
+                continue
+            truth = spec.read_truth(sol.truths[name].value)
+            shown = [t for t, value, unit, result in _numbers(text) if _gives_away(spec, value, unit, result, truth)]
+            assert not shown, f"{qid} {g}: {text!r} states {name} ({truth:.4g}): {shown}"
+
+
+def _lessons(*prefixes):
+    """The converted solution notebooks whose graded questions have these prefixes."""
+    import nbformat
+    from test_questions import CONVERTED
+
+    from course_lib.question_ids import metadata
+
+    return [p for p in CONVERTED if any(metadata(c).get("grade_id", "").split("_", 1)[0] in prefixes
+                                        for c in nbformat.read(p, as_version=4).cells)]
+
+
+@pytest.mark.parametrize("student", ["student001", "student002"])
+@pytest.mark.parametrize("path", _lessons("hello", "wall"), ids=lambda p: p.parent.name)
+def test_a_students_lesson_shows_no_answer_before_its_commit(path, student, no_identity, monkeypatch):
+    """The leak test of tests/test_questions.py, run as a student with a key: nothing above an
+    answer cell (markdown, given cells, earlier verify cells) shows that student's own answer.
+    (Lesson 3 is not run here: its theory's formulas, "= 2 (K and V)", "2^20", read to the
+    heuristic as a stated ratio of 2 whenever a student's Q3 truth lies near 2.)"""
+    import course_lib.predictions as P
+    from test_questions import leaks
+
+    monkeypatch.setattr(P, "_HERE", no_identity)
+    monkeypatch.setenv(V.KEY_ENV, student_key(SECRET, student))
+    monkeypatch.setenv(V.STUDENT_ENV, student)
+    own = [q for q in SPACED if q.split("_")[0] in ("hello", "wall") and V.current(q) != all_questions()[q].givens]
+    assert own, f"{student} has the lesson's own numbers everywhere: pick another id"
+    problems = leaks(path, lambda q: q.solution(**V.current(q.id)))
+    assert not problems, "\n".join(problems)

@@ -116,10 +116,11 @@ def question(qid: str, *, rule: str, specs: dict, givens: dict | None = None, sp
              group: str = "", measured: bool = False):
     """Declare a graded question (a decorator for its solver). `givens` are the canonical
     parameters (the lesson's own numbers); `space` the values each may take in a student's
-    variant (course_lib.questions.variants), the canonical ones among them; `assumes(**givens)`
-    says what a variant would break (e.g. "the batch does not fit"), or None. Questions with the
-    same `group` (and the same space) are asked on one draw: a student gets one request for all
-    of them. `measured`: the truth needs this machine's measurement, so a variant is admitted by
+    variant (course_lib.questions.variants), the canonical ones among them; `labels` how a given
+    cell words each (a format string, or a function of the value); `assumes(**givens)` says what
+    a variant would break (e.g. "the batch does not fit"), or None. Questions with the same
+    `group` (and the same space) are asked on one draw: a student gets one request for all of
+    them. `measured`: the truth needs this machine's measurement, so a variant is admitted by
     `assumes` alone (which must not measure: every machine must draw the same variants)."""
     if rule not in RULES:
         raise ValueError(f"rule must be one of {sorted(RULES)}, got {rule!r}")

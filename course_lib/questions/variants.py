@@ -107,8 +107,12 @@ def problems(qid: str, givens: dict) -> list[str]:
                     out.append(f"{name}: the mistake {label!r} ({wrong:.4g}) is {off:.1%} from the truth "
                                f"({truth:.4g}), inside {MARGIN} x {spec.rel_tol:.0%}")
     for change in STANDARD:
-        with perturb(**change):
-            moved = q.solution(**givens)
+        try:
+            with perturb(**change):
+                moved = q.solution(**givens)
+        except (ValueError, KeyError) as e:        # e.g. a question's own premise breaks under the change
+            out.append(f"cannot be solved under {change}: {e}")
+            continue
         for name in q.answer_names:
             spec = q.specs[name]
             now, was = spec.read_truth(moved.truths[name].value), spec.read_truth(sol.truths[name].value)
@@ -237,7 +241,13 @@ def describe(qid: str, givens: dict) -> str:
 
     q = get(qid)
     names = list(q.space) or list(givens)
-    return ", ".join(q.labels.get(n, "{name} {value}").format(name=n, value=givens[n]) for n in names)
+    return ", ".join(_label(q.labels.get(n, "{name} {value}"), n, givens[n]) for n in names)
+
+
+def _label(label, name: str, value) -> str:
+    """A given in words: `label` is a format string ("{value}-token prompt") or a function of the
+    value (a chip's key -> its name and datasheet figures)."""
+    return label(value) if callable(label) else label.format(name=name, value=value)
 
 
 def givens(qid: str) -> None:
