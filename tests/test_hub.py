@@ -1032,7 +1032,7 @@ def test_each_student_sees_their_own_numbers(capsys):
         out = instructor(hub, "release", LESSON3, "--exchange")
         assert f"{COURSE_ID}/outbound/{LESSON3}" in out, out
         name = next((REPO / "notebooks" / LESSON3).glob("*.ipynb")).name
-        seen = {}
+        seen, menus = {}, {}
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"] if os.geteuid() == 0 else [])
             try:
@@ -1042,7 +1042,12 @@ def test_each_student_sees_their_own_numbers(capsys):
                     page.set_default_timeout(90_000)
                     _login(page, base, user, hub["passwords"][user])
                     page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").click()
+                    page.locator(".lm-Menu-itemLabel").get_by_text("Assignment List", exact=True).wait_for()
                     _shot(page, f"student-nbgrader-menu-{who}")
+                    # what the open menu shows: every visible entry (an entry whose command is
+                    # not there, e.g. an instructor tool switched off, has no label)
+                    menus[user] = page.locator(".lm-Menu:visible .lm-Menu-item:visible").evaluate_all(
+                        "items => items.map(i => i.innerText.trim())")
                     page.locator(".lm-Menu-itemLabel").get_by_text("Assignment List", exact=True).click()
                     row = page.locator("#released_assignments_list .list_item", has_text=LESSON3).first
                     row.get_by_role("button", name=re.compile("Fetch", re.I)).click()
@@ -1055,6 +1060,8 @@ def test_each_student_sees_their_own_numbers(capsys):
                     ctx.close()
             finally:
                 browser.close()
+        # a student's Nbgrader menu: the Assignment List, no blank entries (instructor tools off)
+        assert all(m == ["Assignment List"] for m in menus.values()), menus
         for (user, q), text in seen.items():
             assert f"({user}): {table[(user, q)]}" in text, (user, q, text, table[(user, q)])
         differ = [q for q in questions if table[(students[0], q)] != table[(students[1], q)]]
