@@ -1056,7 +1056,10 @@ def test_each_student_sees_their_own_numbers(capsys):
                     page.locator(".jp-Notebook .jp-CodeCell").first.wait_for()
                     for q in questions:
                         seen[(user, q)] = _run_cell(page, f'givens("{q}")')
-                    _shot(page, f"student-own-numbers-{who}")
+                    # the student README's picture: the first question's numbers under its text
+                    page.locator(".jp-Notebook .jp-CodeCell", has_text=f'givens("{questions[0]}")').first \
+                        .evaluate("cell => cell.scrollIntoView({block: 'center'})")
+                    _shot(page, "student-own-numbers" if who == "first" else "student-own-numbers-second")
                     ctx.close()
             finally:
                 browser.close()
