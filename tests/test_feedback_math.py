@@ -101,6 +101,9 @@ def test_tex_that_cannot_be_converted_is_shown_escaped():
     got = tex_to_html(r"\text{<b>hi</b>}", display=True)
     assert got == '<code class="tex">$$\\text{&lt;b&gt;hi&lt;/b&gt;}$$</code>'
     assert tex_to_html("x" * 5000).startswith('<code class="tex">')
+    assert tex_to_html("{" * 3000 + "x" + "}" * 3000).startswith('<code class="tex">')     # too deep
+    entity = tex_to_html(r'\text{<!DOCTYPE x [<!ENTITY a "aaaa">]>&a;}')
+    assert entity.startswith('<code class="tex">') and "<!" not in entity
 
 
 def test_every_formula_of_the_lessons_converts():
