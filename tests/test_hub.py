@@ -1095,3 +1095,110 @@ def ledger_term(hub, capsys):
         print(f"\nledger test: {hub['timings']}")
         print("  the rewriter's flag: " + rows["rewriter"][f"{ASSIGNMENT}/flag"][:600])
     assert honest["validation"]["success"]
+
+
+# ---- every student their own numbers (issue 19), in the browser -------------------------------------
+LESSON3 = "03_two_phases"
+
+
+def variant_table(hub, students: list[str]) -> dict:
+    """(student, question) -> the variant `python -m autograder variants` says the student gets."""
+    out = instructor(hub, "variants", LESSON3, "--students", *students)
+    table = {}
+    for line in out.splitlines():
+        student, question, variant = line.split(None, 2)
+        table[(student, question)] = variant.strip()
+    assert {s for s, _ in table} == set(students), out
+    return table
+
+
+def give_the_hub_the_secret(hub, students: list[str]) -> dict:
+    """The instructor creates the course's variant secret (a new one while the two students would
+    get the same numbers on every question of lesson 3); the admin copies it where the hub's
+    config reads it (root only). Returns the variant table."""
+    secret = hub["course"] / ".autograder" / "variant-secret"
+    for _ in range(5):
+        instructor(hub, "variants", "--init-secret")
+        table = variant_table(hub, students)
+        if any(table[(students[0], q)] != table[(students[1], q)] for s, q in table if s == students[0]):
+            break
+        secret.unlink()
+    else:
+        raise AssertionError(f"five secrets in a row gave both students the same numbers: {table}")
+    target = hub["base"] / "etc" / "roofline_variant_secret"
+    shutil.copyfile(secret, target)
+    target.chmod(0o600)
+    os.chown(target, 0, 0)
+    return table
+
+
+def _run_cell(page, text: str) -> str:
+    """Run the notebook cell whose source holds `text` (selected by its prompt, Shift+Enter, as a
+    student does); its output, once it has one."""
+    cell = page.locator(".jp-Notebook .jp-CodeCell", has_text=text).first
+    cell.scroll_into_view_if_needed()
+    cell.locator(".jp-InputPrompt").first.click()
+    page.keyboard.press("Shift+Enter")
+    out = cell.locator(".jp-OutputArea-output")
+    out.first.wait_for(timeout=180_000)
+    return out.first.inner_text()
+
+
+def test_each_student_sees_their_own_numbers(capsys):
+    """Two students log in with chromium, fetch lesson 3 from the Assignment List, open it and
+    run the cells that state each varying question's givens: each sees the numbers `python -m
+    autograder variants` computes for their own id (the hub gives their kernel their key), and
+    the two students' numbers differ."""
+    from playwright.sync_api import sync_playwright
+
+    with running_hub(["first", "second"]) as hub, hub_log_on_failure(hub):
+        users, base = hub["users"], hub["url"]
+        students = [users["first"], users["second"]]
+        table = give_the_hub_the_secret(hub, students)
+        questions = sorted({q for _, q in table})
+        assert questions, table
+        out = instructor(hub, "release", LESSON3, "--exchange")
+        assert f"{COURSE_ID}/outbound/{LESSON3}" in out, out
+        name = next((REPO / "notebooks" / LESSON3).glob("*.ipynb")).name
+        seen, menus = {}, {}
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"] if os.geteuid() == 0 else [])
+            try:
+                for who, user in zip(("first", "second"), students):
+                    ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+                    page = ctx.new_page()
+                    page.set_default_timeout(90_000)
+                    _login(page, base, user, hub["passwords"][user])
+                    page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").click()
+                    page.locator(".lm-Menu-itemLabel").get_by_text("Assignment List", exact=True).wait_for()
+                    _shot(page, f"student-nbgrader-menu-{who}")
+                    # what the open menu shows: every visible entry (an entry whose command is
+                    # not there, e.g. an instructor tool switched off, has no label)
+                    menus[user] = page.locator(".lm-Menu:visible .lm-Menu-item:visible").evaluate_all(
+                        "items => items.map(i => i.innerText.trim())")
+                    page.locator(".lm-Menu-itemLabel").get_by_text("Assignment List", exact=True).click()
+                    row = page.locator("#released_assignments_list .list_item", has_text=LESSON3).first
+                    row.get_by_role("button", name=re.compile("Fetch", re.I)).click()
+                    page.locator("#fetched_assignments_list .list_item", has_text=LESSON3).first.wait_for()
+                    page.goto(f"{base}/user/{user}/lab/tree/{COURSE_ID}/{LESSON3}/{name}")
+                    page.locator(".jp-Notebook .jp-CodeCell").first.wait_for()
+                    for q in questions:
+                        seen[(user, q)] = _run_cell(page, f'givens("{q}")')
+                    # the student README's picture: the first question's numbers under its text
+                    page.locator(".jp-Notebook .jp-CodeCell", has_text=f'givens("{questions[0]}")').first \
+                        .evaluate("cell => cell.scrollIntoView({block: 'center'})")
+                    _shot(page, "student-own-numbers" if who == "first" else "student-own-numbers-second")
+                    ctx.close()
+            finally:
+                browser.close()
+        # a student's Nbgrader menu: the Assignment List, no blank entries (instructor tools off)
+        assert all(m == ["Assignment List"] for m in menus.values()), menus
+        for (user, q), text in seen.items():
+            assert f"({user}): {table[(user, q)]}" in text, (user, q, text, table[(user, q)])
+        differ = [q for q in questions if table[(students[0], q)] != table[(students[1], q)]]
+        assert differ and all(seen[(students[0], q)].split(": ", 1)[1] != seen[(students[1], q)].split(": ", 1)[1]
+                              for q in differ), seen
+        with capsys.disabled():
+            print("\nwhat each student saw:")
+            for (user, q), text in sorted(seen.items()):
+                print(f"  {text.strip()}")
