@@ -23,7 +23,7 @@ from pathlib import Path
 
 import nbformat
 
-from course_lib.question_ids import metadata, question_of
+from course_lib.exercises.question_ids import metadata, question_of
 
 from .course import HIDDEN_BEGIN
 from .release import REPO, SOURCE
@@ -50,7 +50,7 @@ def solution_source(source: str) -> str:
                      if l.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
 
 
-_meta = metadata       # a cell's nbgrader metadata (course_lib.question_ids)
+_meta = metadata       # a cell's nbgrader metadata (course_lib.exercises.question_ids)
 
 
 @dataclass

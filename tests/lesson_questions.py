@@ -18,7 +18,7 @@ import nbformat
 
 from autograder.course import assigned_names
 from autograder.verify import free_names  # noqa: F401  (for the tests: the grader's own)
-from course_lib.question_ids import cell_id, metadata, question_of
+from course_lib.exercises.question_ids import cell_id, metadata, question_of
 
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = sorted((REPO / "solutions").glob("*/*.ipynb"))

@@ -26,7 +26,7 @@ from autograder.grade import cell_scores
 from autograder.release import assignments
 from autograder.sandbox import probe
 from autograder.synthetic import ANSWERS, KINDS, default_roster, make_class
-from course_lib.question_ids import metadata
+from course_lib.exercises.question_ids import metadata
 from tiny_course import run_cli
 
 REPO = Path(__file__).resolve().parent.parent
@@ -221,7 +221,7 @@ def test_feedback_without_hidden_tests(run):
         html = page.read_text()
         assert "BEGIN HIDDEN TESTS" not in html and not leaked_lines(html, secrets), page
     wrong = (run["root"] / "feedback" / "wrong_all" / A / f"{run['nb']}.html").read_text()
-    # a failed check is an AssertionError (course_lib.checks.CheckFailed) and shows its message
+    # a failed check is an AssertionError (course_lib.exercises.checks.CheckFailed) and shows its message
     assert ("AssertionError" in wrong or "CheckFailed" in wrong) and "hidden tests: not shown" in wrong
 
 

@@ -28,7 +28,7 @@ from autograder.course import Course
 from autograder.feedback import leaked_lines, source_secrets
 from autograder.grade import cell_scores, grade
 from autograder.repair import BOM
-from course_lib.question_ids import cell_id
+from course_lib.exercises.question_ids import cell_id
 from tiny_course import (FAST, NO_SANDBOX_FLAG, PY, REPO, SANDBOX, SANDBOX_ARG, needs_sandbox, run_cli,
                          student_nb, write_class)
 

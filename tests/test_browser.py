@@ -37,7 +37,7 @@ import pytest
 
 from axe_check import axe_violations, describe
 from autograder.course import assigned_names
-from course_lib.question_ids import cell_id, is_solution
+from course_lib.exercises.question_ids import cell_id, is_solution
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*/*.ipynb"))

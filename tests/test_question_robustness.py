@@ -22,7 +22,7 @@ import sys
 
 import pytest
 
-from course_lib.misconceptions import CheckFailed
+from course_lib.exercises.misconceptions import CheckFailed
 from course_lib.sensitivity import STANDARD, perturb
 from lesson_questions import SOLUTIONS, Lesson, run_hidden
 
@@ -40,7 +40,8 @@ def _label(change: dict) -> str:
 def every_check_recorded():
     """Run every check_answer of a cell, recording (name, kind, failure or None) instead of
     stopping at the first failure."""
-    import course_lib.checks as checks
+    import course_lib.checks
+    import course_lib.exercises.checks as checks
 
     seen, original = [], checks.check_answer
 
@@ -55,11 +56,16 @@ def every_check_recorded():
         else:
             seen.append((name, spec.kind, None))
 
-    checks.check_answer = recording
+    # course_lib.questions may call it under its old name (course_lib.checks, a re-export of the
+    # same function): replace it under both
+    modules = (checks, course_lib.checks)
+    for m in modules:
+        m.check_answer = recording
     try:
         yield seen
     finally:
-        checks.check_answer = original
+        for m in modules:
+            m.check_answer = original
 
 
 @pytest.fixture(scope="module")

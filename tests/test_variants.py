@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from course_lib.answer_forms import Number
-from course_lib.misconceptions import CheckFailed
+from course_lib.exercises.answer_forms import Number
+from course_lib.exercises.misconceptions import CheckFailed
 from course_lib.questions import all_questions, grade, student_key
 from course_lib.questions import variants as V
 from course_lib.sensitivity import STANDARD, perturb
@@ -132,7 +132,7 @@ def test_the_filter_rejects_what_the_course_would_not_ask():
 
 
 def test_a_space_must_hold_the_canonical_numbers():
-    from course_lib.answer_forms import Ratio
+    from course_lib.exercises.answer_forms import Ratio
     from course_lib.questions import question
 
     with pytest.raises(ValueError, match="not in its space"):
@@ -172,7 +172,7 @@ def test_the_graders_environment_wins_over_a_students_file(no_identity, monkeypa
 
 # ---- commits record their variant; the grader checks it -------------------------------------------
 def test_a_commit_records_its_variant_and_a_mismatch_is_flagged(no_identity, monkeypatch):
-    import course_lib.predictions as P
+    import course_lib.exercises.predictions as P
     from autograder.predictions import Record
     from autograder.variants import assigned, mismatches
 
