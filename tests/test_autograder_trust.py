@@ -417,7 +417,8 @@ def test_course_lib_from_a_second_copy_grades_correctly_or_refuses_never_zeros(c
     other = tmp_path / "other-checkout"
     shutil.copytree(REPO / "course_lib", other / "course_lib", ignore=shutil.ignore_patterns("__pycache__"))
     if not complete:
-        (other / "course_lib" / "answers.py").unlink()        # an older copy of the course library
+        for f in ("exercises/answers.py", "answers.py"):      # an older copy of the course library,
+            (other / "course_lib" / f).unlink()               # from before the answer recorder
     python = _venv_with_course_lib_from(other, tmp_path)
     where = subprocess.run([str(python), "-c", "import course_lib; print(course_lib.__file__)"], cwd=tmp_path,
                            capture_output=True, text=True, check=True).stdout
