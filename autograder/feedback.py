@@ -51,7 +51,7 @@ from nbconvert.exporters import HTMLExporter
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import default
 
-from course_lib.question_ids import cell_id, is_manually_graded, metadata
+from course_lib.exercises.question_ids import cell_id, is_manually_graded, metadata
 
 from .course import HIDDEN_BEGIN, Course, default_jobs, hidden_test_lines, strip_hidden_tests
 from .release import ensure_tools_on_path

@@ -29,7 +29,7 @@ import urllib.request
 from pathlib import Path
 
 from course_lib import ledger as L
-from course_lib import predictions as P
+from course_lib.exercises import predictions as P
 from course_lib.question_ids import label as _label
 
 VOUCHED = "vouched"

@@ -31,7 +31,7 @@ from autograder.course import Course
 from autograder.feedback import feedback, leaked_lines, source_secrets
 from autograder.grade import cell_scores, grade, merge_submission, read_submission, saved_preflight, status_path
 from autograder.sandbox import Limits
-from course_lib.question_ids import cell_id
+from course_lib.exercises.question_ids import cell_id
 from tiny_course import (FAST, NO_SANDBOX_FLAG, PY, REPO, SANDBOX, SANDBOX_ARG, run_cli, student_nb,
                          write_class)
 

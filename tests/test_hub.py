@@ -985,7 +985,7 @@ def _rss_kib(user: str) -> int:
 # say the answer the notebook ends with (the one fixed after the truth was shown), drop the
 # revisions, recompute the chains, keep the times. The record's own checks cannot tell.
 REWRITE = """import json, pathlib
-from course_lib import predictions as P
+from course_lib.exercises import predictions as P
 path = pathlib.Path("roofline/01_hello_roofline") / P.RECORD_FILE
 events = P.load_record(path)
 final = {e["q"]: (e["values"], e["reason"]) for e in events if e["kind"] in ("commit", "revise")}

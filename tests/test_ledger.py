@@ -18,7 +18,7 @@ from autograder import ledger as G
 from autograder import ledger_service as S
 from autograder.predictions import read_record
 from course_lib import ledger as L
-from course_lib import predictions as P
+from course_lib.exercises import predictions as P
 
 SERVICE = "prediction-ledger"
 ACCESS = [f"access:services!service={SERVICE}"]

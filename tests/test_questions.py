@@ -17,9 +17,9 @@ import re
 
 import pytest
 
-from course_lib.answer_forms import Choice, Number, Ratio, Reason, Regime
+from course_lib.exercises.answer_forms import Choice, Number, Ratio, Reason, Regime
 from course_lib.questions import all_questions
-from course_lib.question_ids import metadata as meta
+from course_lib.exercises.question_ids import metadata as meta
 from lesson_questions import SOLUTIONS, strip_delimiters
 
 QUESTIONS = all_questions()

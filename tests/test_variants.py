@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from course_lib.answer_forms import Number
-from course_lib.misconceptions import CheckFailed
+from course_lib.exercises.answer_forms import Number
+from course_lib.exercises.misconceptions import CheckFailed
 from course_lib.questions import all_questions, grade, student_key
 from course_lib.questions import variants as V
 from course_lib.sensitivity import STANDARD, perturb
@@ -212,7 +212,7 @@ def test_the_filter_rejects_what_the_course_would_not_ask():
 
 
 def test_a_space_must_hold_the_canonical_numbers():
-    from course_lib.answer_forms import Ratio
+    from course_lib.exercises.answer_forms import Ratio
     from course_lib.questions import question
 
     with pytest.raises(ValueError, match="not in its space"):
@@ -315,7 +315,7 @@ def test_the_graders_environment_wins_over_a_students_file(no_identity, monkeypa
 
 # ---- commits record their variant; the grader checks it -------------------------------------------
 def test_a_commit_records_its_variant_and_a_mismatch_is_flagged(no_identity, monkeypatch):
-    import course_lib.predictions as P
+    import course_lib.exercises.predictions as P
     from autograder.predictions import Record
     from autograder.variants import assigned, mismatches
 
@@ -447,7 +447,7 @@ def test_a_students_lesson_shows_no_answer_before_its_commit(path, student, no_i
     answer cell (markdown, given cells, earlier verify cells) shows that student's own answer.
     (Lesson 3 is not run here: its theory's formulas, "= 2 (K and V)", "2^20", read to the
     heuristic as a stated ratio of 2 whenever a student's Q3 truth lies near 2.)"""
-    import course_lib.predictions as P
+    import course_lib.exercises.predictions as P
     from test_questions import leaks
 
     monkeypatch.setattr(P, "_HERE", no_identity)

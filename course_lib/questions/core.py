@@ -22,7 +22,7 @@ and nothing in a verify cell's source states the answer or how to find it before
 >>> q1_x = 0.5
 >>> grade("demo_q1")
 Traceback (most recent call last):
-course_lib.misconceptions.CheckFailed: q1_x matches a classic mistake: dividing the wrong way round. Check which quantity goes on top of the ratio the question asks for.
+course_lib.exercises.misconceptions.CheckFailed: q1_x matches a classic mistake: dividing the wrong way round. Check which quantity goes on top of the ratio the question asks for.
 >>> del REGISTRY["demo_q1"]
 """
 from __future__ import annotations

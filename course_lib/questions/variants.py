@@ -51,7 +51,7 @@ __all__ = ["KEY_ENV", "STUDENT_ENV", "STUDENT_FILE", "MARGIN", "student_key", "d
 KEY_ENV = "ROOFLINE_VARIANT_KEY"
 STUDENT_ENV = "ROOFLINE_STUDENT"
 STUDENT_FILE = ".roofline-student.json"
-#: a listed mistake must sit at least this many tolerances from the truth (tests/test_questions.py)
+#: a listed mistake must sit at least this many tolerances from the truth (the suite's test_questions.py)
 MARGIN = 1.5
 KEY_RE = re.compile(r"[0-9a-f]{32}")
 
@@ -166,7 +166,7 @@ def draw(key: str | None, qid: str) -> dict:
         raise ValueError(f"a variant key is 32 hex digits (from your instructor), got {key!r}")
     options = admissible(qid)
     if not options:
-        raise RuntimeError(f"{qid}: no admissible variant in its space (tests/test_variants.py says why)")
+        raise RuntimeError(f"{qid}: no admissible variant in its space (variants.problems(qid, givens) says why)")
     h = hmac.new(key.encode(), (q.group or qid).encode(), hashlib.sha256).digest()
     return options[int.from_bytes(h[:8], "big") % len(options)]
 
