@@ -414,17 +414,6 @@ class PeakRepeats:
         return out
 
 
-def measure_peaks(plan: Plan, caches, deadline=None) -> dict:
-    """{precision: (KernelRun, n)} for fp64 and fp32 in one go: ``plan.repeats`` repeats, and
-    ``plan.repeats`` more when they disagree by more than 50%. (``measure_cpu`` spreads the
-    repeats over the measurement instead, with ``PeakRepeats``.)"""
-    peaks = PeakRepeats(plan)
-    peaks.burst(plan.repeats, deadline)
-    if peaks.noisy() and (deadline is None or time.perf_counter() <= deadline):
-        peaks.burst(plan.repeats, deadline)
-    return peaks.runs(caches)
-
-
 def peak_bursts(repeats: int) -> tuple[int, int]:
     """How ``measure_cpu`` splits a peak's `repeats` between its two bursts.
 
