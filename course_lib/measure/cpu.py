@@ -7,8 +7,9 @@ also keeps its median and spread, and the **kernels** are placed at their median
 
 * **Peak FLOP/s**, fp64 and fp32: ``np.matmul`` of random n×n matrices through numpy's BLAS,
   on all its threads, n grown until one call lasts long enough to time well. The figure is the
-  fastest of the repeats, which are taken in two bursts, before the sweep and after the
-  kernels, so that one busy spell on a shared machine cannot slow them all.
+  fastest of the repeats, which are taken in three bursts (before the sweep, between the
+  sweep and the kernels, after the kernels), so that one busy spell on a shared machine
+  cannot slow them all.
 * **Bandwidth of each memory level**: a sweep of working-set sizes through the streaming
   kernel ``acc += x`` (read x, read acc, write acc: 24 bytes per fp64 element and pass), run by
   every thread on arrays of its own. For cache-sized arrays one numpy call re-reads them R
@@ -375,7 +376,7 @@ class PeakRepeats:
     """The timed repeats of the peak matmuls (fp64 and fp32, sized by ``peak_size``), taken in
     bursts at different moments of the measurement: a peak is the best the machine attains, so
     its estimate is the fastest repeat, and a busy spell on a shared machine long enough to
-    slow every repeat of one burst (a few hundred ms) must not also cover the other one.
+    slow every repeat of one burst (a few hundred ms) must not also cover the others.
     Within a burst the precisions alternate (fp64, fp32, fp64, ...), so a disturbance hits
     both alike and their ratio stays honest."""
 
@@ -414,14 +415,15 @@ class PeakRepeats:
         return out
 
 
-def peak_bursts(repeats: int) -> tuple[int, int]:
-    """How ``measure_cpu`` splits a peak's `repeats` between its two bursts.
+def peak_bursts(repeats: int) -> tuple[int, int, int]:
+    """How ``measure_cpu`` splits a peak's `repeats` between its three bursts (before the
+    sweep, between the sweep and the kernels, after the kernels).
 
     >>> peak_bursts(7), peak_bursts(4)
-    ((4, 3), (2, 2))
+    ((3, 2, 2), (2, 1, 1))
     """
-    first = (repeats + 1) // 2
-    return first, repeats - first
+    rest = repeats // 3
+    return repeats - 2 * rest, rest, rest
 
 
 def kernel_specs(plan: Plan) -> list:
@@ -502,24 +504,25 @@ def measure_cpu(quick=None, threads=None, progress=None) -> MeasuredHardware:
         t0 = time.perf_counter()
         say("peak FLOP/s (np.matmul), first burst...")
         warm_up(plan.peak_target_s)
-        # the peaks' repeats in two bursts, before the sweep and after the kernels (see
-        # PeakRepeats); soft deadlines: on a machine so busy that every round is noisy, stop
-        # adding rounds
-        first, second = peak_bursts(plan.repeats)
+        # the peaks' repeats in three bursts: before the sweep, between the sweep and the
+        # kernels, after the kernels (see PeakRepeats); soft deadlines: on a machine so busy
+        # that every round is noisy, stop adding rounds
+        before, between, after = peak_bursts(plan.repeats)
         peak_reps = PeakRepeats(plan)
-        peak_reps.burst(first, deadline=t_start + 0.35 * plan.budget_s)
+        peak_reps.burst(before, deadline=t_start + 0.35 * plan.budget_s)
         say(f"  [{time.perf_counter() - t0:.1f} s]")
         t0 = time.perf_counter()
         say("bandwidth sweep (acc += x)...")
         sweep = measure_sweep(plan, progress, deadline=t_start + 0.7 * plan.budget_s)
         say(f"  [{time.perf_counter() - t0:.1f} s]")
+        peak_reps.burst(between, deadline=t_start + 0.75 * plan.budget_s)
         t0 = time.perf_counter()
         say("kernels...")
         kernel_runs = measure_kernels(plan, caches, progress, deadline=t_start + 0.9 * plan.budget_s)
         say(f"  [{time.perf_counter() - t0:.1f} s]")
         t0 = time.perf_counter()
-        say("peak FLOP/s, second burst...")
-        peak_reps.burst(second, deadline=t_start + plan.budget_s)
+        say("peak FLOP/s, last burst...")
+        peak_reps.burst(after, deadline=t_start + plan.budget_s)
         if peak_reps.noisy() and time.perf_counter() <= t_start + plan.budget_s:
             peak_reps.burst(plan.repeats, deadline=t_start + plan.budget_s)
         peaks_run = peak_reps.runs(caches)
@@ -551,8 +554,8 @@ def measure_cpu(quick=None, threads=None, progress=None) -> MeasuredHardware:
         "peak_flops": (f"measured {today}: np.matmul of random n x n matrices through {blas.library} "
                        f"{blas.version} on {threads} thread(s), 2n^3 FLOPs per call, the fastest of "
                        f"{len(peak64.timing.seconds)} timed calls after a warm-up, taken in "
-                       f"{peak_reps.bursts} bursts (before the bandwidth sweep and after the kernels: "
-                       f"one busy spell on the machine cannot slow them all), "
+                       f"{peak_reps.bursts} bursts (before the bandwidth sweep, after it, and after the "
+                       f"kernels: one busy spell on the machine cannot slow them all), "
                        f"best over the sizes timed: "
                        + ", ".join(f"{p} at n={_n(peak_from[p])}" for p in peaks)),
         "memory_bandwidth": bw_src,
@@ -577,7 +580,7 @@ def measure_cpu(quick=None, threads=None, progress=None) -> MeasuredHardware:
                             "arrays; bandwidth counts 3 x 8 bytes per element and pass, at each size's "
                             "fastest repeat"),
              "peak_desc": (f"np.matmul of random n x n matrices, {threads} BLAS thread(s), repeats in "
-                           f"{peak_reps.bursts} bursts, before the sweep and after the kernels"),
+                           f"{peak_reps.bursts} bursts, before and after the sweep and after the kernels"),
              "blas": blas, "cpu": cpu_name(), "plan": plan, "peak_sizes": {"fp64": n64, "fp32": n32}}
     capacity = physical_memory()
     name = f"This machine ({cpu_name()}, {threads} thread{'s' if threads > 1 else ''})"
