@@ -555,7 +555,9 @@ def measure_cpu(quick=None, threads=None, progress=None) -> MeasuredHardware:
                        f"{blas.version} on {threads} thread(s), 2n^3 FLOPs per call, the fastest of "
                        f"{len(peak64.timing.seconds)} timed calls after a warm-up, taken in "
                        f"{peak_reps.bursts} bursts (before the bandwidth sweep, after it, and after the "
-                       f"kernels: one busy spell on the machine cannot slow them all), "
+                       f"kernels: one busy spell on the machine cannot slow them all"
+                       + ("; the last an extra one, as the repeats disagreed by more than 50%"
+                          if peak_reps.bursts > 3 else "") + "), "
                        f"best over the sizes timed: "
                        + ", ".join(f"{p} at n={_n(peak_from[p])}" for p in peaks)),
         "memory_bandwidth": bw_src,
