@@ -65,7 +65,7 @@ class Hardware(metaclass=ZooMeta):
     def _init(self, *, name, peaks, bandwidth, capacity, link_bandwidth, link_latency,
               tdp, year, vendor, sources, key, interconnect=None, capacity_datasheet=None,
               link_max_gpus=None, fallback_link=None, fallback_link_bandwidth=None,
-              link_topology=None, link_count=None):
+              link_topology=None, link_count=None, link_reduction=False):
         for p, v in peaks.items():
             if not v > 0:
                 raise ValueError(f"peak_flops[{p!r}] must be positive, got {v}.")
@@ -95,6 +95,8 @@ class Hardware(metaclass=ZooMeta):
         # how much of the link bandwidth one AllReduce can use (course_lib.topology)
         self.interconnect_topology = link_topology or "switch"
         self.interconnect_links = link_count
+        # a switch that sums the GPUs' data itself (NVLink SHARP): course_lib.topology
+        self.interconnect_reduction = bool(link_reduction)
 
     @classmethod
     def _from_spec(cls, key, spec, assumptions=None):
@@ -119,6 +121,7 @@ class Hardware(metaclass=ZooMeta):
             fallback_link=spec.get("fallback_interconnect"),
             fallback_link_bandwidth=spec.get("fallback_interconnect_bandwidth"),
             link_topology=spec.get("interconnect_topology"), link_count=spec.get("interconnect_links"),
+            link_reduction=spec.get("interconnect_reduction", False),
         )
         return hw
 

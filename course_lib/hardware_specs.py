@@ -37,6 +37,10 @@ Conventions (read these before using a number):
   point, fully connected: each pair shares one of ``interconnect_links`` links, so a group of
   N uses N-1 of them) and "torus" (``interconnect_links`` ports; a ring along one dimension
   uses two). Absent means "switch".
+* ``interconnect_reduction``: the switch itself sums the GPUs' data (NVLink SHARP, "NVLS", in
+  the NVSwitch of HGX H100/H200/B200 servers; NCCL's default AllReduce there), so each GPU
+  sends its buffer once and receives the sum once instead of a ring's 2(N-1)/N times.
+  Absent means False.
 
 Standard library only: ``hardware.py`` turns these dicts into ``Hardware`` objects.
 """
@@ -46,6 +50,11 @@ MiB, GiB = 2**20, 2**30
 _NVSWITCH_SRC = ("NVIDIA HGX/DGX server documentation: every GPU's NVLinks go to the "
                  "NVSwitch chips, so any group of GPUs talks at the full per-GPU NVLink "
                  "bandwidth")
+
+_NVLS_SRC = ("NVIDIA NVLink SHARP (NVLS): the NVSwitch chips of HGX H100/H200 (third generation) "
+             "and HGX B200 (fourth) reduce in the switch; NCCL uses it for AllReduce by default "
+             "(NCCL maintainer, NVIDIA/nccl-tests issue #212: 'allreduce uses NVLink SHARP by "
+             "default'). The A100's and V100's NVSwitch cannot reduce")
 
 _NVLINK_LATENCY_SRC = (
     "Not a datasheet figure: order of magnitude (~1 us) of GPU-to-GPU peer latency as "
@@ -176,6 +185,7 @@ SPECS = {
         "interconnect_bandwidth": 450e9,
         "interconnect": "NVLink 4",
         "interconnect_topology": "switch",
+        "interconnect_reduction": True,
         "link_latency": 1e-6,
         "tdp": 700,
         "sources": {
@@ -196,6 +206,7 @@ SPECS = {
                                       "(bidirectional total, 18 links); divided by 2 for "
                                       "per-direction = 450 GB/s",
             "interconnect_topology": _NVSWITCH_SRC,
+            "interconnect_reduction": _NVLS_SRC,
             "link_latency": _NVLINK_LATENCY_SRC,
             "tdp": "NVIDIA H100 Tensor Core GPU datasheet (2023), SXM: max TDP up to 700 W "
                    "(configurable)",
@@ -262,6 +273,7 @@ SPECS = {
         "interconnect_bandwidth": 450e9,
         "interconnect": "NVLink 4",
         "interconnect_topology": "switch",
+        "interconnect_reduction": True,
         "link_latency": 1e-6,
         "tdp": 700,
         "sources": {
@@ -280,6 +292,7 @@ SPECS = {
                                       "bidirectional total; divided by 2 for "
                                       "per-direction = 450 GB/s",
             "interconnect_topology": _NVSWITCH_SRC,
+            "interconnect_reduction": _NVLS_SRC,
             "link_latency": _NVLINK_LATENCY_SRC,
             "tdp": "NVIDIA H200 Tensor Core GPU datasheet (2024), SXM: max TDP up to 700 W",
         },
@@ -298,6 +311,7 @@ SPECS = {
         "interconnect_bandwidth": 900e9,
         "interconnect": "NVLink 5",
         "interconnect_topology": "switch",
+        "interconnect_reduction": True,
         "link_latency": 1e-6,
         "tdp": 1000,
         "sources": {
@@ -320,6 +334,7 @@ SPECS = {
                                       "per GPU (bidirectional total, 18 links); divided by "
                                       "2 for per-direction = 900 GB/s",
             "interconnect_topology": _NVSWITCH_SRC,
+            "interconnect_reduction": _NVLS_SRC,
             "link_latency": _NVLINK_LATENCY_SRC,
             "tdp": "NVIDIA HGX B200 (2024): up to 1,000 W per GPU (MLPerf system notes: "
                    "'B200 TGP 1000W')",

@@ -23,17 +23,18 @@ from dataclasses import dataclass, fields
 class Measurement:
     """One published measurement and the setting it was taken in."""
 
-    kind: str            # "llm_decode" | "cnn_inference" | "stream" | "gemm"
+    kind: str            # "llm_decode" | "cnn_inference" | "stream" | "gemm" | "allreduce"
     hardware: str        # SPECS key, e.g. "A100"
     model: str | None    # "Llama2_7B", "Llama2_70B", "ResNet50"; None for stream/gemm
     precision: str       # weight precision ("bf16", "int8", "int4", "fp16"); "n/a" for stream
     batch_size: int      # 1 where not applicable (stream, gemm: see shape)
     tp: int              # GPUs in tensor parallel (1 if single GPU)
     quantity: str        # "tokens_per_second" | "latency" | "throughput" | "bandwidth" | "flops"
+                         # | "bus_bandwidth" (nccl-tests' busbw: see allreduce_seconds)
     value: float         # SI units
     setting: str         # the exact setting in words
     source: str          # where the number comes from
-    shape: tuple = ()    # gemm: (M, N, K); empty otherwise
+    shape: tuple = ()    # gemm: (M, N, K); allreduce: (bytes per GPU,); empty otherwise
 
 
 _GPT_FAST = "pytorch-labs/gpt-fast README"
@@ -129,8 +130,47 @@ def _gemm():
     ]
 
 
+def _allreduce():
+    # nccl-tests report an AllReduce's time as bus bandwidth, busbw = S/t * 2(n-1)/n
+    # (NVIDIA/nccl-tests doc/PERFORMANCE.md); allreduce_seconds turns it back into t
+    return [
+        Measurement(kind="allreduce", hardware="H200", model=None, precision="fp32", batch_size=1,
+                    tp=8, quantity="bus_bandwidth", value=479.98e9,
+                    setting=("nccl-tests AllReduce over the 8 NVSwitch-connected H200 SXM of an Azure "
+                             "ND H200 v5 VM, NCCL 2.20.5, NVLS algorithm (NVLink SHARP), in-place, "
+                             "largest message of the sweep ('8G' in the table: 8 GiB), bus bandwidth "
+                             "479.98 GB/s"),
+                    source=("Azure/AI-benchmarking-guide, Azure_Results/ND_H200_v5_results.md, "
+                            "'NCCL Bandwidth' table (commit 7f20e5f)"),
+                    shape=(8 * 2**30,)),
+        Measurement(kind="allreduce", hardware="H100_PCIe", model=None, precision="fp32", batch_size=1,
+                    tp=2, quantity="bus_bandwidth", value=116.26e9,
+                    setting=("nccl-tests all_reduce_perf -b 1G -e 8G -f 2 -g 2 on two H100 PCIe joined "
+                             "by an NVLink bridge (NCCL: P2P/direct pointer), float sum, out-of-place, "
+                             "4294967296 bytes: 36943 us, busbw 116.26 GB/s; the reporter found it "
+                             "lower than on A100 SXM4"),
+                    source=("NVIDIA/nccl issue #1161 (the same report as NVIDIA/nccl-tests issue #194), "
+                            "2024-01-27"),
+                    shape=(4294967296,)),
+    ]
+
+
+def allreduce_seconds(row: Measurement) -> float:
+    """The measured time of one AllReduce from an "allreduce" row: nccl-tests' bus bandwidth
+    is busbw = S/t * 2(n-1)/n, so t = S * 2(n-1)/n / busbw.
+
+    >>> row = find(kind="allreduce", hardware="H100_PCIe")[0]
+    >>> round(allreduce_seconds(row) * 1e6)          # us; the report printed 36943
+    36943
+    """
+    if row.kind != "allreduce":
+        raise ValueError(f"allreduce_seconds takes an allreduce row; got {row.kind}")
+    (nbytes,) = row.shape
+    return nbytes * 2 * (row.tp - 1) / row.tp / row.value
+
+
 MEASUREMENTS: tuple[Measurement, ...] = tuple(
-    _decode_1gpu() + _decode_tp() + _resnet50() + _stream() + _gemm()
+    _decode_1gpu() + _decode_tp() + _resnet50() + _stream() + _gemm() + _allreduce()
 )
 
 _FIELD_NAMES = tuple(f.name for f in fields(Measurement))

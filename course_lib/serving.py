@@ -10,7 +10,9 @@
   too, which slightly flatters TP: norms and residual adds really run replicated; a KV head is
   never split, so with more GPUs than KV heads the cache is replicated) and each layer adds
   two ring AllReduces of the activations: 2(N−1)/N · bytes / link bandwidth + 2(N−1) · link
-  latency, reported as ``t_comm`` and not overlapped with compute. The link bandwidth is the
+  latency (where the switch sums the data itself, NVLink SHARP on HGX H100/H200/B200:
+  bytes / link bandwidth + 2 · link latency), reported as ``t_comm`` and not overlapped with
+  compute. The link bandwidth is the
   share of the chip's links the topology lets one AllReduce use (``course_lib.topology``: all
   of them through an NVSwitch; one link per other GPU on MI300X's point-to-point mesh; two
   of a TPU v5e's four torus ports); a link that joins fewer GPUs than ``tp`` (the H100 PCIe's
@@ -45,7 +47,7 @@ from . import sensitivity
 from .formatting import fmt_time
 from .roofline import _sums, regime, traffic
 from .units import Q_, to_si
-from .topology import ring_link
+from .topology import allreduce_seconds, in_switch_reduction, ring_link
 from .workloads import Knobs, check_batch, precisions, resolve
 
 
@@ -136,11 +138,9 @@ class Serving:
 _PARTS = ("weights", "activations", "kv_cache")
 
 
-def _allreduce_time(nbytes, n, link_bandwidth, link_latency):
-    """Ring AllReduce of `nbytes` over `n` GPUs: 2(n−1)/n · bytes / BW + 2(n−1) · latency."""
-    if n == 1:
-        return 0.0 * nbytes
-    return 2 * (n - 1) / n * nbytes / link_bandwidth + 2 * (n - 1) * link_latency
+def _allreduce_time(nbytes, n, link_bandwidth, link_latency, in_switch=False):
+    """``course_lib.topology.allreduce_seconds`` (this module's name for it)."""
+    return allreduce_seconds(nbytes, n, link_bandwidth, link_latency, in_switch)
 
 
 def _link(hardware, tp):
@@ -208,6 +208,7 @@ def serve(model, hardware, prompt_tokens=2048, output_tokens=128, batch_size=1, 
     bw = hardware.memory_bandwidth_si * knobs.memory_efficiency
 
     link_name, link_bw = _link(hardware, tp)
+    in_switch = in_switch_reduction(hardware, tp)
     latency = (to_si(link_latency, "time", "link_latency") if link_latency is not None
                else (hardware.link_latency_si or 0.0))
     L, d = model.config.n_layers, model.config.d_model
@@ -230,7 +231,7 @@ def serve(model, hardware, prompt_tokens=2048, output_tokens=128, batch_size=1, 
     pre = model.prefill_table(P)
     f_pre, fa_pre, parts_pre = per_gpu(pre)
     b_pre = parts_pre.sum()
-    comm_pre = 2 * L * _allreduce_time(B * P * d * ba_, tp, link_bw, latency)
+    comm_pre = 2 * L * _allreduce_time(B * P * d * ba_, tp, link_bw, latency, in_switch)
     tc, tm = seconds(f_pre, fa_pre), b_pre / bw
     overhead = pre.kernels * knobs.overhead_per_kernel
     prefill = Phase("prefill", f_pre, b_pre, tc, tm, comm_pre,
@@ -248,7 +249,7 @@ def serve(model, hardware, prompt_tokens=2048, output_tokens=128, batch_size=1, 
     f_dec = f1 + (f2 - f1) * (attended - 1)
     fa_dec = fa1 + (fa2 - fa1) * (attended - 1)
     b_dec = b1 + (b2 - b1) * (attended - 1)
-    comm_dec = 2 * L * _allreduce_time(B * d * ba_, tp, link_bw, latency)
+    comm_dec = 2 * L * _allreduce_time(B * d * ba_, tp, link_bw, latency, in_switch)
     tc, tm = seconds(f_dec, fa_dec), b_dec / bw
     steps = np.maximum(tc, tm) + comm_dec + model.decode_table(1).kernels * knobs.overhead_per_kernel
     decode = Phase("decode", float(f_dec.mean()), float(b_dec.mean()), float(tc.mean()),

@@ -4,7 +4,10 @@ A datasheet's interconnect figure sums every link of the chip. Whether one AllRe
 group of N GPUs can use them all depends on how the links are wired:
 
 * **switch** (NVSwitch in an HGX/DGX server): every link goes to the switch, so any group
-  talks at the full per-GPU bandwidth.
+  talks at the full per-GPU bandwidth. Where the switch also sums the data itself
+  (``interconnect_reduction``: NVLink SHARP on HGX H100/H200/B200, NCCL's default there), each
+  GPU sends its buffer once and receives the sum once: ``bytes / BW`` instead of a ring's
+  ``2(N-1)/N · bytes / BW``, in 2 hops instead of 2(N-1) (``in_switch_reduction``).
 * **bridge** (the H100 PCIe's NVLink bridge): a pair is joined by all of its bridge's links;
   beyond ``interconnect_max_gpus`` GPUs the group also crosses the fallback link (PCIe), the
   slowest hop, which sets the pace.
@@ -18,6 +21,8 @@ group of N GPUs can use them all depends on how the links are wired:
 [64, 192, 448]
 >>> round(ring_link(Hardware.TPUv5e, 4)[1] / 1e9), round(ring_link(Hardware.H100, 2)[1] / 1e9)
 (100, 450)
+>>> in_switch_reduction(Hardware.H100, 8), in_switch_reduction(Hardware.A100, 8)
+(True, False)
 """
 from __future__ import annotations
 
@@ -55,4 +60,46 @@ def ring_link(hardware, tp: int) -> tuple[str, float]:
     if topology == "torus":
         return f"{name}: a ring along one torus dimension, {RING_PORTS} of {links} ports", total * RING_PORTS / links
     what = "NVSwitch, all links" if topology == "switch" else "the pair's bridge"
+    if in_switch_reduction(hardware, tp):
+        what += "; summed in the switch (NVLink SHARP)"
     return f"{name} ({what})", total
+
+
+def in_switch_reduction(hardware, tp: int) -> bool:
+    """Whether an AllReduce over `tp` GPUs is summed in the switch (``interconnect_reduction``),
+    so each GPU sends and receives its buffer once instead of running a ring."""
+    limit = hardware.interconnect_max_gpus
+    return (tp > 1 and getattr(hardware, "interconnect_reduction", False)
+            and getattr(hardware, "interconnect_topology", "switch") == "switch"
+            and (limit is None or tp <= limit))
+
+
+def allreduce_seconds(nbytes, n, link_bandwidth, link_latency, in_switch=False):
+    """One AllReduce of `nbytes` over `n` GPUs. A ring: 2(n−1)/n · bytes / BW + 2(n−1) ·
+    latency; summed in the switch (`in_switch`): each GPU sends its bytes to the switch and
+    receives the sum, bytes / BW + 2 · latency.
+
+    >>> allreduce_seconds(1e9, 8, 1e11, 0.0), allreduce_seconds(1e9, 8, 1e11, 0.0, in_switch=True)
+    (0.0175, 0.01)
+    """
+    if n == 1:
+        return 0.0 * nbytes
+    if in_switch:
+        return nbytes / link_bandwidth + 2 * link_latency
+    return 2 * (n - 1) / n * nbytes / link_bandwidth + 2 * (n - 1) * link_latency
+
+
+def allreduce_time(hardware, nbytes, tp: int, link_latency=None) -> float:
+    """Seconds of one AllReduce of `nbytes` (per GPU) over `tp` GPUs of `hardware`, as ``serve``
+    models it: on the share of the links its topology allows (``ring_link``), as a ring or
+    summed in the switch (``in_switch_reduction``), with the chip's per-hop latency unless
+    `link_latency` (seconds) is given. A bound: no AllReduce on that hardware is faster.
+
+    >>> from course_lib import Hardware
+    >>> round(allreduce_time(Hardware.A100, 2**30, 8, link_latency=0) * 1e3, 2)   # ms: a ring, 1.75 x 1 GiB / 300 GB/s
+    6.26
+    """
+    if tp == 1:
+        return 0.0
+    latency = (hardware.link_latency_si or 0.0) if link_latency is None else float(link_latency)
+    return allreduce_seconds(nbytes, tp, ring_link(hardware, tp)[1], latency, in_switch_reduction(hardware, tp))

@@ -6,12 +6,17 @@ bandwidths) take the fastest repeat -- what the machine showed it can do -- whil
 also keeps its median and spread, and the **kernels** are placed at their median:
 
 * **Peak FLOP/s**, fp64 and fp32: ``np.matmul`` of random n×n matrices through numpy's BLAS,
-  on all its threads, n grown until one call lasts long enough to time well.
+  on all its threads, n grown until one call lasts long enough to time well. The figure is the
+  fastest of the repeats, which are taken in three bursts (before the sweep, between the
+  sweep and the kernels, after the kernels), so that one busy spell on a shared machine
+  cannot slow them all.
 * **Bandwidth of each memory level**: a sweep of working-set sizes through the streaming
   kernel ``acc += x`` (read x, read acc, write acc: 24 bytes per fp64 element and pass), run by
   every thread on arrays of its own. For cache-sized arrays one numpy call re-reads them R
   times (``np.add.reduce`` over a stride-0 view: no Python overhead per pass); larger ones
-  loop over ``np.add(acc, x, out=acc)``. ``plateaus.py`` turns the curve into L1/L2/L3/DRAM.
+  loop over ``np.add(acc, x, out=acc)``. Each size's figure is its fastest repeat;
+  ``plateaus.py`` turns the curve into L1/L2/L3/DRAM, each level the median over the sizes of
+  its plateau (so one disturbed size does not move it; DRAM gets ``DRAM_POINTS`` = 3 sizes).
   The sweep goes past 4x the last cache, where DRAM's plateau starts, on any cache size, as
   far as a memory budget allows (half of what the OS says is available, a container's limit
   or an address-space limit); where that is not far enough the roofline's memory ceiling is
@@ -49,7 +54,10 @@ WINDOW_MIN = 2**16           # elements (512 KiB of fp64) in one window of a "wi
 REDUCE_MIN_PASSES = 16       # below this, the zero-fill of acc by np.add.reduce is > 2% of the traffic
 
 
-DRAM_POINTS = 2              # sweep sizes planned inside the DRAM zone (find_levels' min_points)
+# sweep sizes planned inside the DRAM zone, DRAM_STEP apart: three, so that the plateau's median
+# shrugs off one disturbed size (find_levels needs two)
+DRAM_POINTS = 3
+DRAM_STEP = 2 ** 0.25
 
 
 @dataclass(frozen=True)
@@ -105,8 +113,8 @@ def make_plan(quick: bool, threads: int, caches, budget=None) -> Plan:
     dram_low = z["DRAM"][0] if "DRAM" in z else None
     note = ""
     if dram_low is not None:
-        # the DRAM zone's points: dram_low, then one step of the sweep's grid after it
-        need = threads * dram_low * 2 ** ((DRAM_POINTS - 1) / per_octave) * 1.01
+        # the DRAM zone's points: dram_low, then DRAM_STEP apart
+        need = threads * dram_low * DRAM_STEP ** (DRAM_POINTS - 1) * 1.01
         reachable = need <= budget
         max_total = need if reachable else budget
         if not reachable:
@@ -196,10 +204,10 @@ class _Team:
                 w.join()
 
 
-def _stream_job(buffers, n_max, n, how):
+def _stream_job(buffers, n_max, n, how, start=0):
     """The job for one sweep point: worker i streams acc += x over its own arrays of n
-    elements, as `how` (a ``_Stream``) says."""
-    state = [0] * len(buffers)
+    elements, as `how` (a ``_Stream``) says; a "window" job begins at window `start`."""
+    state = [start] * len(buffers)
 
     def job(i):
         buf = buffers[i]
@@ -252,8 +260,9 @@ class _Stream:
 
 def sweep_sizes(plan: Plan) -> list[int]:
     """Working sets per thread (bytes, multiples of 128: two arrays of whole cache lines): a
-    geometric grid from ``min_size``, with ``DRAM_POINTS`` sizes from ``dram_low`` on when the
-    plan reaches DRAM (the grid alone could step over the DRAM zone's start)."""
+    geometric grid from ``min_size``, with ``DRAM_POINTS`` sizes ``DRAM_STEP`` apart from
+    ``dram_low`` on when the plan reaches DRAM (the grid alone could step over the DRAM zone's
+    start)."""
     hi = plan.max_total / plan.threads
     top = hi
     if plan.dram_reachable and plan.dram_low:
@@ -263,7 +272,7 @@ def sweep_sizes(plan: Plan) -> list[int]:
     if plan.dram_reachable and plan.dram_low and plan.dram_low < hi:
         # a grid point just below the zone's start adds nothing: the zone's first point follows
         sizes = [s for s in sizes if s < plan.dram_low * 2 ** (-0.5 / plan.per_octave)]
-        sizes += [plan.dram_low * 2 ** (k / plan.per_octave) for k in range(DRAM_POINTS)]
+        sizes += [plan.dram_low * DRAM_STEP ** k for k in range(DRAM_POINTS)]
     out = sorted({-(-int(s) // 128) * 128 for s in sizes if s <= hi * 1.0001})
     return [s for s in out if s * plan.threads <= plan.max_total]
 
@@ -282,17 +291,22 @@ def measure_sweep(plan: Plan, progress=None, deadline=None) -> list[SweepPoint]:
         for size in sizes:
             n = size // 16
             # calibrate: a warm-up call, planned with the last size's rate, measures this
-            # size's rate; the timed calls are planned from it to last about sweep_target_s
+            # size's rate; the timed calls are planned from it to last about sweep_target_s.
+            # A window call calibrates on the middle window: the last size's timed calls
+            # touched the first ones, which may still be in cache.
             how = _Stream.plan(n, plan.sweep_target_s, bw_est)
-            job = _stream_job(buffers, n_max, n, how)
-            if how.method == "window":
-                for _ in range(how.windows):       # one full round: the whole set paged in
-                    team.run(job)
+            job = _stream_job(buffers, n_max, n, how, start=how.windows // 2)
             t0 = time.perf_counter()
             team.run(job)
             bw_est = how.bytes_per_thread(n) / (time.perf_counter() - t0)
             how = _Stream.plan(n, plan.sweep_target_s, bw_est)
             job = _stream_job(buffers, n_max, n, how)
+            if how.method == "window":
+                # one full round with the timed calls' own windows; the timed calls then go on
+                # round robin, each on a window last touched a whole working set ago (out of
+                # cache). Timing the window just calibrated on would time a cache.
+                for _ in range(how.windows):
+                    team.run(job)
             per_thread = how.bytes_per_thread(n)
             t = time_stable(lambda: team.run(job), repeats=plan.repeats, warmup=0, deadline=deadline)
             bw = plan.threads * per_thread / t.best
@@ -358,35 +372,58 @@ def peak_size(dtype, plan: Plan):
         n = int(min(plan.peak_max_n, max(2 * n if grow > 2 else n + 128, n * grow) // 128 * 128))
 
 
-def measure_peaks(plan: Plan, caches, deadline=None) -> dict:
-    """{precision: (KernelRun, n)} for fp64 and fp32. Their repeats alternate (fp64, fp32,
-    fp64, ...), so a busy spell on the machine hits both alike and their ratio stays honest;
-    a second round of repeats is added when either spread exceeds 50%. Past `deadline` (a
-    perf_counter value) no more repeats start once each precision has 3."""
-    sized = {p: peak_size(dt, plan) for p, dt in (("fp64", np.float64), ("fp32", np.float32))}
-    samples = {p: [] for p in sized}
-    for _ in range(2):
-        this_round = {p: [] for p in sized}
-        for r in range(plan.repeats):
-            if r >= 3 and deadline is not None and time.perf_counter() > deadline:
+class PeakRepeats:
+    """The timed repeats of the peak matmuls (fp64 and fp32, sized by ``peak_size``), taken in
+    bursts at different moments of the measurement: a peak is the best the machine attains, so
+    its estimate is the fastest repeat, and a busy spell on a shared machine long enough to
+    slow every repeat of one burst (a few hundred ms) must not also cover the others.
+    Within a burst the precisions alternate (fp64, fp32, fp64, ...), so a disturbance hits
+    both alike and their ratio stays honest."""
+
+    def __init__(self, plan: Plan):
+        self.plan = plan
+        self.sized = {p: peak_size(dt, plan) for p, dt in (("fp64", np.float64), ("fp32", np.float32))}
+        self.samples = {p: [] for p in self.sized}
+        self.bursts = 0
+
+    def burst(self, repeats: int, deadline=None) -> None:
+        """`repeats` timed calls of each precision; past `deadline` (a perf_counter value) no
+        more start once this burst has one and each precision has 3 in all."""
+        self.bursts += 1
+        for r in range(repeats):
+            if (r >= 1 and len(self.samples["fp64"]) >= 3 and deadline is not None
+                    and time.perf_counter() > deadline):
                 break
-            for p, (spec, fn) in sized.items():
+            for p, (spec, fn) in self.sized.items():
                 t0 = time.perf_counter()
                 fn()
-                this_round[p].append(time.perf_counter() - t0)
-        for p, v in this_round.items():
-            samples[p] += v
-        if all(Timing(tuple(v)).spread <= 0.5 for v in this_round.values()) or (
-                deadline is not None and time.perf_counter() > deadline):
-            break
-    out = {}
-    for p, (spec, fn) in sized.items():
-        timing = Timing(tuple(samples[p]))
-        run = _run(spec, timing, 1, plan.threads, caches)
-        n = round((spec.flops / 2) ** (1 / 3))
-        out[p] = (KernelRun(f"peak_{p}", f"matmul, n={n} (peak {p})", run.code, run.precision, run.threads,
-                            run.flops_si, run.bytes_si, timing, 1, run.working_set, run.level, spec.model), n)
-    return out
+                self.samples[p].append(time.perf_counter() - t0)
+
+    def noisy(self) -> bool:
+        """Whether the repeats so far disagree by more than 50% (worth another burst)."""
+        return any(Timing(tuple(v)).spread > 0.5 for v in self.samples.values())
+
+    def runs(self, caches) -> dict:
+        """{precision: (KernelRun of every repeat, n)}."""
+        out = {}
+        for p, (spec, fn) in self.sized.items():
+            timing = Timing(tuple(self.samples[p]))
+            run = _run(spec, timing, 1, self.plan.threads, caches)
+            n = round((spec.flops / 2) ** (1 / 3))
+            out[p] = (KernelRun(f"peak_{p}", f"matmul, n={n} (peak {p})", run.code, run.precision, run.threads,
+                                run.flops_si, run.bytes_si, timing, 1, run.working_set, run.level, spec.model), n)
+        return out
+
+
+def peak_bursts(repeats: int) -> tuple[int, int, int]:
+    """How ``measure_cpu`` splits a peak's `repeats` between its three bursts (before the
+    sweep, between the sweep and the kernels, after the kernels).
+
+    >>> peak_bursts(7), peak_bursts(4)
+    ((3, 2, 2), (2, 1, 1))
+    """
+    rest = repeats // 3
+    return repeats - 2 * rest, rest, rest
 
 
 def kernel_specs(plan: Plan) -> list:
@@ -465,22 +502,36 @@ def measure_cpu(quick=None, threads=None, progress=None) -> MeasuredHardware:
 
     with limit_blas_threads(threads):
         t0 = time.perf_counter()
-        say("peak FLOP/s (np.matmul)...")
+        say("peak FLOP/s (np.matmul), first burst...")
         warm_up(plan.peak_target_s)
-        # soft deadlines: on a machine so busy that every round is noisy, stop adding rounds
-        peaks_run = measure_peaks(plan, caches, deadline=t_start + 0.35 * plan.budget_s)
-        (peak64, n64), (peak32, n32) = peaks_run["fp64"], peaks_run["fp32"]
-        say(f"  fp64 {peak64.best_flops / 1e9:.1f} GFLOP/s (n={n64}), "
-            f"fp32 {peak32.best_flops / 1e9:.1f} GFLOP/s (n={n32})  [{time.perf_counter() - t0:.1f} s]")
+        # the peaks' repeats in three bursts: before the sweep, between the sweep and the
+        # kernels, after the kernels (see PeakRepeats); soft deadlines: on a machine so busy
+        # that every round is noisy, stop adding rounds
+        before, between, after = peak_bursts(plan.repeats)
+        peak_reps = PeakRepeats(plan)
+        peak_reps.burst(before, deadline=t_start + 0.35 * plan.budget_s)
+        say(f"  [{time.perf_counter() - t0:.1f} s]")
         t0 = time.perf_counter()
         say("bandwidth sweep (acc += x)...")
         sweep = measure_sweep(plan, progress, deadline=t_start + 0.7 * plan.budget_s)
         say(f"  [{time.perf_counter() - t0:.1f} s]")
+        peak_reps.burst(between, deadline=t_start + 0.75 * plan.budget_s)
         t0 = time.perf_counter()
         say("kernels...")
-        runs = {"peak_fp64": peak64, "peak_fp32": peak32}
-        runs.update(measure_kernels(plan, caches, progress, deadline=t_start + plan.budget_s))
+        kernel_runs = measure_kernels(plan, caches, progress, deadline=t_start + 0.9 * plan.budget_s)
         say(f"  [{time.perf_counter() - t0:.1f} s]")
+        t0 = time.perf_counter()
+        say("peak FLOP/s, last burst...")
+        peak_reps.burst(after, deadline=t_start + plan.budget_s)
+        if peak_reps.noisy() and time.perf_counter() <= t_start + plan.budget_s:
+            peak_reps.burst(plan.repeats, deadline=t_start + plan.budget_s)
+        peaks_run = peak_reps.runs(caches)
+        (peak64, n64), (peak32, n32) = peaks_run["fp64"], peaks_run["fp32"]
+        say(f"  fp64 {peak64.best_flops / 1e9:.1f} GFLOP/s (n={n64}), "
+            f"fp32 {peak32.best_flops / 1e9:.1f} GFLOP/s (n={n32}), the fastest of "
+            f"{len(peak64.timing.seconds)} repeats in {peak_reps.bursts} bursts  [{time.perf_counter() - t0:.1f} s]")
+        runs = {"peak_fp64": peak64, "peak_fp32": peak32}
+        runs.update(kernel_runs)
 
     sizes = np.array([p.size for p in sweep], dtype=float)
     bws = np.array([p.bandwidth for p in sweep])
@@ -502,7 +553,11 @@ def measure_cpu(quick=None, threads=None, progress=None) -> MeasuredHardware:
     sources = {
         "peak_flops": (f"measured {today}: np.matmul of random n x n matrices through {blas.library} "
                        f"{blas.version} on {threads} thread(s), 2n^3 FLOPs per call, the fastest of "
-                       f"at least 3 timed calls ({plan.repeats} on a quiet machine) after a warm-up, "
+                       f"{len(peak64.timing.seconds)} timed calls after a warm-up, taken in "
+                       f"{peak_reps.bursts} bursts (before the bandwidth sweep, after it, and after the "
+                       f"kernels: one busy spell on the machine cannot slow them all"
+                       + ("; the last an extra one, as the repeats disagreed by more than 50%"
+                          if peak_reps.bursts > 3 else "") + "), "
                        f"best over the sizes timed: "
                        + ", ".join(f"{p} at n={_n(peak_from[p])}" for p in peaks)),
         "memory_bandwidth": bw_src,
@@ -526,7 +581,8 @@ def measure_cpu(quick=None, threads=None, progress=None) -> MeasuredHardware:
              "sweep_desc": (f"sweep of acc += x over working sets, {threads} thread(s) each on its own "
                             "arrays; bandwidth counts 3 x 8 bytes per element and pass, at each size's "
                             "fastest repeat"),
-             "peak_desc": f"np.matmul of random n x n matrices, {threads} BLAS thread(s)",
+             "peak_desc": (f"np.matmul of random n x n matrices, {threads} BLAS thread(s), repeats in "
+                           f"{peak_reps.bursts} bursts, before and after the sweep and after the kernels"),
              "blas": blas, "cpu": cpu_name(), "plan": plan, "peak_sizes": {"fp64": n64, "fp32": n32}}
     capacity = physical_memory()
     name = f"This machine ({cpu_name()}, {threads} thread{'s' if threads > 1 else ''})"
