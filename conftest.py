@@ -30,6 +30,8 @@ SLOW_FILES = {
 #: single tests of otherwise fast files: file -> test function names
 SLOW_TESTS = {
     "test_notebooks.py": {"test_notebook_executes_cleanly"},
+    # three full measurements of this machine, back to back (a stability check)
+    "test_measure.py": {"test_the_graded_classifications_hold_and_are_stable_over_three_runs"},
 }
 SERIAL_MARKERS = ("hub", "browser")
 
