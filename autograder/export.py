@@ -28,7 +28,7 @@ from . import csvsafe
 def export(course: Course, out: Path, with_max: bool = False) -> Path:
     from nbgrader.api import Gradebook
 
-    from .grade import failed_students, flag_reasons
+    from .status import failed_students, flag_reasons
 
     if not course.db.is_file():
         raise SystemExit(f"no gradebook at {course.db}: grade something first")

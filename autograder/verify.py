@@ -98,13 +98,13 @@ def named_answers(source: str, answers) -> list[str]:
             found.append((node.lineno, node.col_offset, node.value))
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             # a question declared in course_lib.questions (grade("phases_q3")) reads its variables
-            for name in _declared_variables(node.value):
+            for name in declared_variables(node.value):
                 if name in answers:
                     found.append((node.lineno, node.col_offset, name))
     return list(dict.fromkeys(n for _, _, n in sorted(found)))
 
 
-def _declared_variables(qid: str) -> list[str]:
+def declared_variables(qid: str) -> list[str]:
     """The answer variables of a question declared in course_lib.questions, or []."""
     if not re.fullmatch(r"[a-z]+_q\d+[a-z]?", qid):
         return []
