@@ -7,6 +7,7 @@ in the private gradebook, which the parent merges (autograder.merge).
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 import logging
 import os
@@ -15,6 +16,7 @@ import signal
 import threading
 import time
 import traceback
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from course_lib.question_ids import cell_id
@@ -25,6 +27,46 @@ from .sandbox import RECORDER_REPLACED, Limits, die_with_parent, make_spec, sani
 from . import predictions, variants, verify
 
 PARSE_SECONDS = 60               # reading what a submission supplies outside the sandbox (its prediction record)
+
+
+@dataclass
+class Graded:
+    """What grading one submission produced: grade_one's result, sent from the worker to the
+    parent (autograder.grade merges it; autograder.preflight checks the solution's)."""
+    student: str
+    success: bool = False
+    cause: str = ""                 # one line: why it could not be graded
+    log: str = ""                   # nbgrader's log
+    error: str = ""                 # the traceback, and the kernel's last output on a failure
+    data: dict | None = None        # the submission in the private gradebook (read_submission)
+    autograded: str | None = None   # the folder of the autograded notebooks
+    seconds: float = 0.0
+    stopped: dict = field(default_factory=dict)       # notebook -> why its kernel was stopped
+    notes: list = field(default_factory=list)         # what autograder.repair put back
+    flags: list = field(default_factory=list)         # the kernel's verdict differing from the clean one
+    verdicts: dict = field(default_factory=dict)      # notebook -> grade_id -> the clean verdict
+    predictions: list = field(default_factory=list)   # prediction record findings
+    flag_reasons: dict = field(default_factory=dict)  # notebook ("*": all) -> why it is flagged
+    warnings: list = field(default_factory=list)      # refused files, a replaced recorder
+    recorder: str = ""
+    answers: dict = field(default_factory=dict)       # notebook -> the recorded answers
+    timings: dict = field(default_factory=dict)       # notebook -> grade_id -> seconds
+    variant: dict = field(default_factory=dict)       # the student's assigned variant
+
+    def graded_status(self, fingerprint: str, sandboxed: bool) -> dict:
+        """The status file of a graded submission (autograder.status)."""
+        return {"status": "graded", "fingerprint": fingerprint,
+                "graded_at": dt.datetime.now(dt.timezone.utc).isoformat(), "sandboxed": sandboxed,
+                "seconds": round(self.seconds, 2), "stopped": self.stopped, "notes": self.notes,
+                "disagreements": self.flags, "predictions": self.predictions,
+                "variant": self.variant or {}, "flags": self.flag_reasons,
+                "warnings": self.warnings}
+
+    def failed_status(self, cause: str) -> dict:
+        """The status file of a submission that could not be graded: never a zero."""
+        return {"status": "failed", "cause": cause,
+                "at": dt.datetime.now(dt.timezone.utc).isoformat(), "notes": self.notes,
+                "warnings": self.warnings}
 
 
 @contextlib.contextmanager
@@ -252,7 +294,7 @@ def _prediction_records(submitted: Path, tests: dict) -> dict:
             for nb, cells in tests.items() if predictions.prediction_questions(cells)}
 
 
-def grade_one(job: dict) -> dict:
+def grade_one(job: dict) -> Graded:
     """Autograde one submission (runs in a worker process)."""
     from nbgrader.api import Gradebook
     from nbgrader.apps import NbGraderAPI
@@ -271,19 +313,16 @@ def grade_one(job: dict) -> dict:
     os.chmod(root, 0o700)       # the private gradebook, the hidden tests: never for the kernel's uid
     shutil.copy(job["template_db"], root / "gradebook.db")
     shutil.copytree(job["extras"], root / "source" / a)
-    out = {"student": student, "success": False, "log": "", "error": "", "cause": "", "data": None,
-           "autograded": None, "seconds": 0.0, "stopped": {}, "notes": [], "flags": [], "verdicts": {},
-           "predictions": [], "flag_reasons": {}, "warnings": [], "recorder": "",
-           "answers": {}, "timings": {}}
+    out = Graded(student)
     # regular files only, opened without following links (a link to /etc/shadow or the solution
     # is refused and reported, never read): everything later reads this copy
     mine = root / "submitted" / student / a
     for rel, why in copy_tree(job["submitted"], mine):
-        out["warnings"].append(f"{rel}: {why}")
+        out.warnings.append(f"{rel}: {why}")
     try:
         for p in sorted((root / "submitted" / student / a).glob("*.ipynb")):
             try:
-                out["notes"] += [f"{p.stem}: {n}" for n in fix_file(p, Path(job["release"]) / a / p.name,
+                out.notes += [f"{p.stem}: {n}" for n in fix_file(p, Path(job["release"]) / a / p.name,
                                                                    job["capture"])]
             except Unrepairable as e:
                 raise Unrepairable(f"{p.name}: {e}") from None
@@ -297,8 +336,8 @@ def grade_one(job: dict) -> dict:
         with time_limit(PARSE_SECONDS, "reading the prediction record handed in"):
             records = _prediction_records(mine, verify.from_json(job["tests"]))
         expected = variants.assigned(job.get("variant_key", ""), job.get("variant_questions") or [])
-        out["variant"] = expected
-        out["predictions"] += variants.mismatches(records, expected)
+        out.variant = expected
+        out.predictions += variants.mismatches(records, expected)
         limits = Limits(**job["limits"])
         spec_args = (limits, job["sandbox"], tuple(job["packages"]), work)
         spec = make_spec(base / "k", a, root / "submitted" / student / a, Path(job["extras"]), *spec_args)
@@ -306,48 +345,48 @@ def grade_one(job: dict) -> dict:
         api = NbGraderAPI(config=autograde_config(root, spec.to_json(), job, job.get("user_config")))
         api.log.setLevel(logging.WARNING)
         result = api.autograde(a, student, force=True, create=True)
-        out["log"] = result.get("log", "") or ""
-        out["error"] = result.get("error", "") or ""
+        out.log = result.get("log", "") or ""
+        out.error = result.get("error", "") or ""
         dest = root / "autograded" / student / a
         if result.get("success") and dest.is_dir():
-            out["verdicts"], out["flags"], books = _apply_clean_verdicts(root, a, student, dest, job, spec_args,
+            out.verdicts, out.flags, books = _apply_clean_verdicts(root, a, student, dest, job, spec_args,
                                                                          records)
-            for f in out["flags"]:
-                out["flag_reasons"].setdefault(f["notebook"], []).append(
+            for f in out.flags:
+                out.flag_reasons.setdefault(f["notebook"], []).append(
                     f"{f['cell']}: the kernel's verdict differs from the re-verification (check for tampering)")
             for name, book in books.items():
                 meta = book.metadata.get("autograder", {})
                 lines = predictions.summarize(meta)
-                out["predictions"] += [f"{name}: {line}" for line in lines]
+                out.predictions += [f"{name}: {line}" for line in lines]
                 if lines:
-                    out["flag_reasons"].setdefault(name, []).extend(lines)
-                out["answers"][name] = meta.get("answers", {})
-                out["timings"][name] = meta.get("timings", {})
-                out["recorder"] = out["recorder"] or meta.get("recorder", "")
+                    out.flag_reasons.setdefault(name, []).extend(lines)
+                out.answers[name] = meta.get("answers", {})
+                out.timings[name] = meta.get("timings", {})
+                out.recorder = out.recorder or meta.get("recorder", "")
                 if meta.get("recorder_replaced"):
-                    out["warnings"].append(f"{name}: {RECORDER_REPLACED}: the answers recorded after that failed "
+                    out.warnings.append(f"{name}: {RECORDER_REPLACED}: the answers recorded after that failed "
                                            "their tests")
                 if meta.get("stopped"):
-                    out["stopped"][name] = meta["stopped"]
-            out["data"] = read_submission("sqlite:///" + str(root / "gradebook.db"), a, student)
-            out["autograded"] = str(dest)
-            out["success"] = True
+                    out.stopped[name] = meta["stopped"]
+            out.data = read_submission("sqlite:///" + str(root / "gradebook.db"), a, student)
+            out.autograded = str(dest)
+            out.success = True
         else:
-            out["cause"] = _failure_cause(out["log"], out["error"])
+            out.cause = _failure_cause(out.log, out.error)
     except Unrepairable as e:
-        out["cause"] = f"cannot be graded: {e}"
-        out["error"] = str(e)
+        out.cause = f"cannot be graded: {e}"
+        out.error = str(e)
     except verify.VerifyError as e:
-        out["cause"] = str(e)
-        out["error"] = traceback.format_exc()
+        out.cause = str(e)
+        out.error = traceback.format_exc()
     except Exception as e:
-        out["error"] = traceback.format_exc()
-        out["cause"] = f"{type(e).__name__}: {e}"[:300]
+        out.error = traceback.format_exc()
+        out.cause = f"{type(e).__name__}: {e}"[:300]
     from .sandbox import close_socket_dirs
 
     close_socket_dirs()
     klog = base / "k" / "kernel.log"
-    if not out["success"] and klog.is_file():
-        out["error"] += "\n--- kernel output (last 3000 characters) ---\n" + klog.read_text(errors="replace")[-3000:]
-    out["seconds"] = time.monotonic() - t0
+    if not out.success and klog.is_file():
+        out.error += "\n--- kernel output (last 3000 characters) ---\n" + klog.read_text(errors="replace")[-3000:]
+    out.seconds = time.monotonic() - t0
     return out

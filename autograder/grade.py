@@ -30,7 +30,6 @@ version, course_lib and the sandbox state have not changed since it was last gra
 """
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import multiprocessing
 import os
@@ -43,7 +42,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import __version__
-from .autograde import grade_one, worker_init
+from .autograde import Graded, grade_one, worker_init
 from .course import Course, default_jobs, ensure_assignment, replace_dir, tree_hash
 from .merge import flag_submission, merge_submission
 from .preflight import (PREFLIGHT_CELL_TIMEOUT, GradingRefused, derived_timeouts, base_job,
@@ -239,13 +238,11 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
                     try:
                         res = fut.result()
                     except Exception:
-                        res = {"student": s, "success": False, "data": None, "autograded": None, "cause":
-                               "the worker crashed", "error": traceback.format_exc(), "log": "", "seconds": 0.0,
-                               "stopped": {}, "notes": [], "flags": [], "warnings": []}
+                        res = Graded(s, cause="the worker crashed", error=traceback.format_exc())
                     _finish(course, assignment, res, fps[s], sandbox, summary)
                     shutil.rmtree(run.path / "s" / str(todo.index(s)), ignore_errors=True)
                     if bar:
-                        bar.step(s + ("" if res["success"] else " FAILED"))
+                        bar.step(s + ("" if res.success else " FAILED"))
             except KeyboardInterrupt:
                 for f in futures:
                     f.cancel()
@@ -254,49 +251,40 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
     return summary
 
 
-def _finish(course: Course, assignment: str, res: dict, fp: str, sandboxed: bool, summary: GradeSummary) -> None:
-    s = res["student"]
+def _finish(course: Course, assignment: str, res: Graded, fp: str, sandboxed: bool, summary: GradeSummary) -> None:
+    s = res.student
     logs = course.state / assignment / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    (logs / f"{s}.log").write_text((res.get("log") or "") + ("\n" + res["error"] if res.get("error") else ""))
+    (logs / f"{s}.log").write_text((res.log or "") + ("\n" + res.error if res.error else ""))
     dest = course.autograded / s / assignment
-    if res["success"] and res.get("autograded"):
-        merge_submission(course.db_url, assignment, s, res["data"])
-        replace_dir(Path(res["autograded"]), dest)
-        write_json(status_path(course, assignment, s),
-                    {"status": "graded", "fingerprint": fp,
-                     "graded_at": dt.datetime.now(dt.timezone.utc).isoformat(), "sandboxed": sandboxed,
-                     "seconds": round(res["seconds"], 2), "stopped": res["stopped"], "notes": res.get("notes", []),
-                     "disagreements": res.get("flags", []), "predictions": res.get("predictions", []),
-                     "variant": res.get("variant") or {}, "flags": res.get("flag_reasons", {}),
-                     "warnings": res.get("warnings", [])})
-        flag_submission(course.db_url, assignment, s, res.get("flag_reasons", {}))
+    if res.success and res.autograded:
+        merge_submission(course.db_url, assignment, s, res.data)
+        replace_dir(Path(res.autograded), dest)
+        write_json(status_path(course, assignment, s), res.graded_status(fp, sandboxed))
+        flag_submission(course.db_url, assignment, s, res.flag_reasons)
         summary.graded.append(s)
-        if res["stopped"]:
-            summary.stopped[s] = res["stopped"]
-        if res.get("notes"):
-            summary.notes[s] = res["notes"]
-        if res.get("warnings"):
-            summary.warnings[s] = res["warnings"]
-        if res.get("predictions"):
-            summary.predictions[s] = res["predictions"]
-        if res.get("flags"):
-            summary.flags[s] = res["flags"]
+        if res.stopped:
+            summary.stopped[s] = res.stopped
+        if res.notes:
+            summary.notes[s] = res.notes
+        if res.warnings:
+            summary.warnings[s] = res.warnings
+        if res.predictions:
+            summary.predictions[s] = res.predictions
+        if res.flags:
+            summary.flags[s] = res.flags
     else:
         # as nbgrader does: no autograded copy of a failed submission; it is retried next run.
         # Nothing is merged: a failure is never a zero (export and report leave it out).
         if dest.exists():
             shutil.rmtree(dest)
-        cause = res.get("cause") or "autograde failed (see the log)"
-        write_json(status_path(course, assignment, s),
-                    {"status": "failed", "cause": cause,
-                     "at": dt.datetime.now(dt.timezone.utc).isoformat(), "notes": res.get("notes", []),
-                     "warnings": res.get("warnings", [])})
+        cause = res.cause or "autograde failed (see the log)"
+        write_json(status_path(course, assignment, s), res.failed_status(cause))
         summary.failed[s] = cause
         # an earlier grade stays in the gradebook: flag it (a first failure has no entry to flag)
         flag_submission(course.db_url, assignment, s, {"*": [cause]})
-        if res.get("warnings"):
-            summary.warnings[s] = res["warnings"]
+        if res.warnings:
+            summary.warnings[s] = res.warnings
 
 
 # ---------------------------------------------------------------------------------------------

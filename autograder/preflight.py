@@ -16,7 +16,7 @@ from pathlib import Path
 from course_lib.question_ids import cell_id, is_graded, is_solution
 
 from . import __version__
-from .autograde import grade_one
+from .autograde import Graded, grade_one
 from .course import Course, source_extras, template_gradebook, tree_hash
 from .sandbox import Limits, grader_package, missing_packages, package_dirs
 from .status import write_json
@@ -111,32 +111,32 @@ def run_preflight(course: Course, assignment: str, run: Path, plan: dict, job_ba
     job = {**job_base, "student": "solution", "slot": "p", "submitted": str(sub)}
     res = grade_one(job)
     where = ", ".join(package_dirs(tuple(packages), site=False)) or "the Python installation"
-    if not res["success"]:
-        cause = res["cause"]
+    if not res.success:
+        cause = res.cause
         if "No module named" in cause or "cannot import" in cause:
             cause = f"the {'sandboxed ' if sandbox else ''}kernel cannot import course_lib from {where}: {cause}"
         raise GradingRefused(f"{assignment}: the instructor's solution could not be graded, so no student was: "
-                             f"{cause}\n(details, from the log:\n{res['log'][-3000:]}\n{res['error'][-1500:]})")
+                             f"{cause}\n(details, from the log:\n{res.log[-3000:]}\n{res.error[-1500:]})")
     lost = []
-    for nb, d in res["data"]["notebooks"].items():
+    for nb, d in res.data["notebooks"].items():
         for gid, g in d["grades"].items():
             if g["auto_score"] is not None and g["max_score"] and g["auto_score"] < g["max_score"] \
                     and gid not in _manual_cells(course, assignment, nb):
-                v = res["verdicts"].get(nb, {}).get(gid, {})
+                v = res.verdicts.get(nb, {}).get(gid, {})
                 lost.append(f"{nb}/{gid}: {g['auto_score']:g} of {g['max_score']:g}"
                             + (f" ({v.get('ename')}: {v.get('message')})" if v else ""))
-    for f in res["flags"]:
+    for f in res.flags:
         lost.append(f"{f['notebook']}/{f['cell']}: the kernel gave {f['kernel']}, the clean re-verification {f['clean']}")
     if lost:
         cause = _preflight_cause(res, packages, sandbox)
         raise GradingRefused(f"{assignment}: the instructor's solution does not earn every autograded point, so no "
                              f"student was graded{': ' + cause if cause else ''}\n  " + "\n  ".join(lost))
     record = {"key": preflight_key(course, assignment, sandbox, packages), "limits": job_base["limits"],
-              "seconds": round(time.monotonic() - t0, 2), "recorder": res.get("recorder", ""),
-              "notebooks": {nb: {"answers": res["answers"].get(nb, {}), "timings": res["timings"].get(nb, {}),
-                                 "verdicts": res["verdicts"].get(nb, {}),
+              "seconds": round(time.monotonic() - t0, 2), "recorder": res.recorder,
+              "notebooks": {nb: {"answers": res.answers.get(nb, {}), "timings": res.timings.get(nb, {}),
+                                 "verdicts": res.verdicts.get(nb, {}),
                                  "scores": {g: [v["auto_score"], v["max_score"]] for g, v in d["grades"].items()}}
-                            for nb, d in res["data"]["notebooks"].items()}}
+                            for nb, d in res.data["notebooks"].items()}}
     write_json(course.state / assignment / "_preflight.json", record)
     shutil.rmtree(run / "s" / "p", ignore_errors=True)
     shutil.rmtree(sub, ignore_errors=True)
@@ -150,9 +150,9 @@ def _manual_cells(course: Course, assignment: str, nb: str) -> set:
     return {cell_id(c) for c in book.cells if is_graded(c) and is_solution(c)}
 
 
-def _preflight_cause(res: dict, packages, sandbox: bool) -> str:
+def _preflight_cause(res: Graded, packages, sandbox: bool) -> str:
     """The likely cause of a solution losing points, from its failures."""
-    msgs = [v.get("message", "") or "" for nb in res["verdicts"].values() for v in nb.values() if not v.get("passed")]
+    msgs = [v.get("message", "") or "" for nb in res.verdicts.values() for v in nb.values() if not v.get("passed")]
     for m in msgs:
         if "No module named" in m or "could not be recorded" in m or "cannot import" in m:
             where = ", ".join(package_dirs(tuple(packages), site=False)) or "the Python installation"
