@@ -50,8 +50,8 @@ from .preflight import (PREFLIGHT_CELL_TIMEOUT, GradingRefused, derived_timeouts
 from .release import ensure_tools_on_path
 from .rundir import RunDir, clean_stale
 from .sandbox import INSTALL_HELP, UNSANDBOXED_WARNING, Limits, matplotlib_cache, package_dirs, probe
-from .status import failed_students, grading_status, status_path, write_json
-from . import csvsafe, predictions, variants, verify
+from .status import grading_status, status_path, write_json
+from . import predictions, variants, verify
 
 log = logging.getLogger("autograder")
 
@@ -318,35 +318,3 @@ def cell_scores(db_url: str, assignment: str) -> dict[str, dict[str, float | Non
         for sub in a.submissions:
             out[sub.student.id] = {f"{nb.name}/{g.name}": g.auto_score for nb in sub.notebooks for g in nb.grades}
     return out
-
-
-def write_grades_csv(course: Course, assignment: str, path: Path) -> Path:
-    """One row per student of this assignment: a column per notebook, the total, the maximum and
-    the status ("graded", or "failed: <cause>" with the score columns empty: never a zero)."""
-    from nbgrader.api import Gradebook
-
-    nbs = course.notebooks(assignment)
-    sc = scores(course, assignment)
-    failed = failed_students(course, assignment)
-    with Gradebook(course.db_url) as gb:
-        a = gb.find_assignment(assignment)
-        maxes = {nb.name: nb.max_score for nb in a.notebooks}
-        penalties = {sub.student.id: sum(nb.late_submission_penalty or 0 for nb in sub.notebooks)
-                     for sub in a.submissions}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as f:
-        w = csvsafe.Writer(f)
-        w.writerow(["student_id"] + nbs + ["late_penalty", "total", "max_score", "status"])
-        top = _fmt(sum(maxes.get(nb, 0) for nb in nbs))
-        for s in sorted(set(sc) | set(failed)):
-            if s in failed:
-                w.writerow([s] + [""] * len(nbs) + ["", "", top, f"failed: {failed[s]}"])
-                continue
-            row = [sc[s].get(nb, 0.0) for nb in nbs]
-            total = sum(row) - penalties.get(s, 0.0)
-            w.writerow([s] + [_fmt(x) for x in row] + [_fmt(penalties.get(s, 0.0)), _fmt(total), top, "graded"])
-    return path
-
-
-def _fmt(x: float) -> str:
-    return f"{x:g}"
