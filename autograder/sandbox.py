@@ -63,6 +63,8 @@ from nbgrader.preprocessors import Execute
 
 from course_lib.question_ids import cell_id, is_graded
 
+from .verifier_program import strip_warnings
+
 log = logging.getLogger("autograder")
 
 SANDBOX_HOME = "/home/student"
@@ -729,23 +731,6 @@ class SandboxKernelManager(AsyncKernelManager):
 
 def _error_output(ename: str, evalue: str) -> NotebookNode:
     return NotebookNode(output_type="error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
-
-
-_WARNING_LINE = re.compile(r"^\S.*:\d+: \w*Warning: ")
-
-
-def strip_warnings(text: str) -> str:
-    """Drop Python warning messages (`file:line: XWarning: msg` and the source line after it)."""
-    out, skip_indented = [], False
-    for line in text.splitlines(keepends=True):
-        if _WARNING_LINE.match(line):
-            skip_indented = True
-            continue
-        if skip_indented and line.startswith((" ", "\t")):
-            continue
-        skip_indented = False
-        out.append(line)
-    return "".join(out)
 
 
 def capture_expression(names: list[str]) -> str:
