@@ -23,7 +23,9 @@ from course_lib.question_ids import cell_id
 
 from .release import nbgrader_config
 from .safefiles import copy_tree
-from .sandbox import RECORDER_REPLACED, Limits, die_with_parent, make_spec, sanitize_markdown
+from .outputs import sanitize_markdown
+from .sandbox import Limits, die_with_parent, make_spec
+from .sandboxed_execute import RECORDER_REPLACED
 from . import predictions, variants, verify
 
 PARSE_SECONDS = 60               # reading what a submission supplies outside the sandbox (its prediction record)
@@ -97,7 +99,7 @@ def autograde_config(root: Path, spec_json: str, job: dict, user_config: dict | 
     from nbconvert.preprocessors import ClearMetadataPreprocessor
     from nbgrader.preprocessors import AssignLatePenalties, IgnorePattern, LimitOutput, SaveAutoGrades
 
-    from .sandbox import SandboxedExecute
+    from .sandboxed_execute import SandboxedExecute
 
     limits = Limits(**job["limits"])
     c = Config(user_config or {})

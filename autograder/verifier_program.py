@@ -5,7 +5,7 @@ install and course_lib are visible (not the autograder package): so it imports n
 standard library and course_lib, and does nothing when imported. It reads one job a line as JSON
 on stdin and prints the verdicts of its tests as JSON, each job in a child it forks.
 
-strip_warnings is also the kernel's (autograder.sandbox imports it from here): one definition.
+strip_warnings is also the kernel's (autograder.sandboxed_execute imports it from here): one definition.
 """
 import ast
 import builtins

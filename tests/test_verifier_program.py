@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from autograder import verifier_program
-from autograder.sandbox import strip_warnings
+from autograder.sandboxed_execute import strip_warnings
 from autograder.verify import program
 from course_lib.answers import encode
 
