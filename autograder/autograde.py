@@ -298,23 +298,15 @@ def _prediction_records(submitted: Path, tests: dict) -> dict:
 
 def grade_one(job: dict) -> Graded:
     """Autograde one submission (runs in a worker process)."""
-    from nbgrader.api import Gradebook
     from nbgrader.apps import NbGraderAPI
 
-    from .repair import Unrepairable, fix_file
+    from .repair import Unrepairable
 
     t0 = time.monotonic()
     _fast_private_gradebooks()
     a, student = job["assignment"], job["student"]
     work = Path(job["work"])
-    base = work / "s" / str(job.get("slot") or student)   # short: unix socket paths are limited
-    if base.exists():
-        shutil.rmtree(base)
-    root = base / "course"
-    (root / "submitted" / student).mkdir(parents=True)
-    os.chmod(root, 0o700)       # the private gradebook, the hidden tests: never for the kernel's uid
-    shutil.copy(job["template_db"], root / "gradebook.db")
-    shutil.copytree(job["extras"], root / "source" / a)
+    base, root = _private_course(job)
     out = Graded(student)
     # regular files only, opened without following links (a link to /etc/shadow or the solution
     # is refused and reported, never read): everything later reads this copy
@@ -322,19 +314,8 @@ def grade_one(job: dict) -> Graded:
     for rel, why in copy_tree(job["submitted"], mine):
         out.warnings.append(f"{rel}: {why}")
     try:
-        for p in sorted((root / "submitted" / student / a).glob("*.ipynb")):
-            try:
-                out.notes += [f"{p.stem}: {n}" for n in fix_file(p, Path(job["release"]) / a / p.name,
-                                                                   job["capture"])]
-            except Unrepairable as e:
-                raise Unrepairable(f"{p.name}: {e}") from None
-        if job.get("student_record") or job.get("extension"):
-            with Gradebook("sqlite:///" + str(root / "gradebook.db")) as gb:
-                gb.update_or_create_student(student, **(job.get("student_record") or {}))
-                if job.get("extension"):
-                    from nbgrader.utils import parse_utc
-
-                    gb.add_submission(a, student, extension=parse_utc(job["extension"]))
+        _repair(mine, job, out.notes)
+        _private_student(root, job)
         with time_limit(PARSE_SECONDS, "reading the prediction record handed in"):
             records = _prediction_records(mine, verify.from_json(job["tests"]))
         expected = variants.assigned(job.get("variant_key", ""), job.get("variant_questions") or [])
@@ -351,25 +332,8 @@ def grade_one(job: dict) -> Graded:
         out.error = result.get("error", "") or ""
         dest = root / "autograded" / student / a
         if result.get("success") and dest.is_dir():
-            out.verdicts, out.flags, books = _apply_clean_verdicts(root, a, student, dest, job, spec_args,
-                                                                         records)
-            for f in out.flags:
-                out.flag_reasons.setdefault(f["notebook"], []).append(
-                    f"{f['cell']}: the kernel's verdict differs from the re-verification (check for tampering)")
-            for name, book in books.items():
-                meta = book.metadata.get("autograder", {})
-                lines = predictions.summarize(meta)
-                out.predictions += [f"{name}: {line}" for line in lines]
-                if lines:
-                    out.flag_reasons.setdefault(name, []).extend(lines)
-                out.answers[name] = meta.get("answers", {})
-                out.timings[name] = meta.get("timings", {})
-                out.recorder = out.recorder or meta.get("recorder", "")
-                if meta.get("recorder_replaced"):
-                    out.warnings.append(f"{name}: {RECORDER_REPLACED}: the answers recorded after that failed "
-                                           "their tests")
-                if meta.get("stopped"):
-                    out.stopped[name] = meta["stopped"]
+            out.verdicts, out.flags, books = _apply_clean_verdicts(root, a, student, dest, job, spec_args, records)
+            _take_notebooks(out, books)
             out.data = read_submission("sqlite:///" + str(root / "gradebook.db"), a, student)
             out.autograded = str(dest)
             out.success = True
@@ -392,3 +356,68 @@ def grade_one(job: dict) -> Graded:
         out.error += "\n--- kernel output (last 3000 characters) ---\n" + klog.read_text(errors="replace")[-3000:]
     out.seconds = time.monotonic() - t0
     return out
+
+
+def _private_course(job: dict) -> tuple[Path, Path]:
+    """(the worker's folder for this submission, the private course in it): a copy of the
+    gradebook without any student data and the assignment's non-notebook files."""
+    a, student = job["assignment"], job["student"]
+    base = Path(job["work"]) / "s" / str(job.get("slot") or student)   # short: unix socket paths are limited
+    if base.exists():
+        shutil.rmtree(base)
+    root = base / "course"
+    (root / "submitted" / student).mkdir(parents=True)
+    os.chmod(root, 0o700)       # the private gradebook, the hidden tests: never for the kernel's uid
+    shutil.copy(job["template_db"], root / "gradebook.db")
+    shutil.copytree(job["extras"], root / "source" / a)
+    return base, root
+
+
+def _repair(mine: Path, job: dict, notes: list) -> None:
+    """Each submitted notebook with its stripped nbgrader metadata put back (autograder.repair);
+    "notebook: what was repaired" lines appended to `notes` as each is done. Unrepairable names
+    the notebook."""
+    from .repair import Unrepairable, fix_file
+
+    for p in sorted(mine.glob("*.ipynb")):
+        try:
+            notes += [f"{p.stem}: {n}" for n in fix_file(p, Path(job["release"]) / job["assignment"] / p.name,
+                                                         job["capture"])]
+        except Unrepairable as e:
+            raise Unrepairable(f"{p.name}: {e}") from None
+
+
+def _private_student(root: Path, job: dict) -> None:
+    """The student's gradebook record and extension, copied into the private gradebook (late
+    penalties and the merged record need them)."""
+    from nbgrader.api import Gradebook
+
+    a, student = job["assignment"], job["student"]
+    if job.get("student_record") or job.get("extension"):
+        with Gradebook("sqlite:///" + str(root / "gradebook.db")) as gb:
+            gb.update_or_create_student(student, **(job.get("student_record") or {}))
+            if job.get("extension"):
+                from nbgrader.utils import parse_utc
+
+                gb.add_submission(a, student, extension=parse_utc(job["extension"]))
+
+
+def _take_notebooks(out: Graded, books: dict) -> None:
+    """What the autograded notebooks' metadata says, into `out`: why each is flagged, the
+    prediction findings, the recorded answers and times, a replaced recorder, a stopped kernel."""
+    for f in out.flags:
+        out.flag_reasons.setdefault(f["notebook"], []).append(
+            f"{f['cell']}: the kernel's verdict differs from the re-verification (check for tampering)")
+    for name, book in books.items():
+        meta = book.metadata.get("autograder", {})
+        lines = predictions.summarize(meta)
+        out.predictions += [f"{name}: {line}" for line in lines]
+        if lines:
+            out.flag_reasons.setdefault(name, []).extend(lines)
+        out.answers[name] = meta.get("answers", {})
+        out.timings[name] = meta.get("timings", {})
+        out.recorder = out.recorder or meta.get("recorder", "")
+        if meta.get("recorder_replaced"):
+            out.warnings.append(f"{name}: {RECORDER_REPLACED}: the answers recorded after that failed their tests")
+        if meta.get("stopped"):
+            out.stopped[name] = meta["stopped"]

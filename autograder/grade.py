@@ -146,8 +146,6 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
     sandbox: None or True -- required (GradingRefused with install instructions where bubblewrap
     does not work); False -- unsandboxed, with a loud warning (--no-sandbox).
     limits: cell_timeout / notebook_timeout None -- derived from the solution's preflight times."""
-    from nbgrader.api import Gradebook, MissingEntry
-
     stream = stream or sys.stderr
     t0 = time.monotonic()
     limits = limits or Limits(cell_timeout=None, notebook_timeout=None)
@@ -155,6 +153,29 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
     ensure_tools_on_path()
     clean_stale()
 
+    sandbox, reason = _sandbox_or_refuse(sandbox, stream)
+    todo, skipped, fps, keys = _to_grade(course, assignment, students, sandbox, packages, no_record, force)
+    summary = GradeSummary(assignment, [], skipped, {}, {}, sandbox, reason, 0.0, jobs)
+    if not todo:
+        summary.seconds = time.monotonic() - t0
+        return summary
+
+    matplotlib_cache()   # warm once, before the workers fork
+    with RunDir("grade") as run:
+        job_base = _preflight(course, assignment, run.path, limits, sandbox, packages, force, summary)
+        records, extensions = _gradebook_entries(course, assignment, todo)
+        jobs_of = {s: {**job_base, "student": s, "slot": str(i), "submitted": str(course.submitted / s / assignment),
+                       "student_record": records.get(s), "variant_key": keys[s], "no_record": no_record,
+                       "extension": extensions.get(s)} for i, s in enumerate(todo)}
+        bar = Progress(len(todo), f"grading {assignment}", stream) if progress else None
+        _run_workers(course, assignment, run.path, todo, jobs_of, fps, sandbox, jobs, summary, bar)
+    summary.seconds = time.monotonic() - t0
+    return summary
+
+
+def _sandbox_or_refuse(sandbox: bool | None, stream) -> tuple[bool, str]:
+    """(sandboxed, why bubblewrap does not work here or ""): GradingRefused where the sandbox is
+    required and does not work; unsandboxed on request, with a loud warning."""
     works, reason = probe()
     if sandbox is None or sandbox:
         if not works:
@@ -164,7 +185,12 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
         msg = UNSANDBOXED_WARNING.format(reason="--no-sandbox" + ("" if works else f"; and here: {reason}"))
         log.warning(msg)
         print(msg, file=stream, flush=True)
+    return sandbox, reason
 
+
+def _to_grade(course: Course, assignment: str, students: list[str] | None, sandbox: bool, packages,
+              no_record: str, force: bool) -> tuple[list, list, dict, dict]:
+    """(students to grade, students up to date, {student: fingerprint}, {student: variant key})."""
     all_students = course.students(assignment)
     wanted = [s for s in all_students if students is None or s in students]
     pkg_dirs = package_dirs(tuple(packages), site=False)
@@ -179,76 +205,82 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
             skipped.append(s)
         else:
             todo.append(s)
-    summary = GradeSummary(assignment, [], skipped, {}, {}, sandbox, reason, 0.0, jobs)
-    if not todo:
-        summary.seconds = time.monotonic() - t0
-        return summary
+    return todo, skipped, fps, keys
 
-    matplotlib_cache()   # warm once, before the workers fork
-    with RunDir("grade") as run:
-        release = run.path / "release"
-        ensure_assignment(course, assignment, release=release)
-        plan = verify.plan(course.source / assignment, course.notebooks(assignment))
-        pre_limits = Limits(**{**asdict(limits), "cell_timeout": limits.cell_timeout or PREFLIGHT_CELL_TIMEOUT,
-                               "notebook_timeout": limits.notebook_timeout or 900})
-        job_base = base_job(course, assignment, run.path, plan, pre_limits, sandbox, packages, release)
-        record = None if force else saved_preflight(course, assignment, sandbox, packages, job_base["limits"])
-        summary.preflight_reused = record is not None
-        if record is None:
-            try:
-                record = run_preflight(course, assignment, run.path, plan, job_base, sandbox, packages)
-            finally:
-                verify.close_verifiers()      # the workers start their own
-        summary.preflight_seconds = record["seconds"]
-        per_cell, other, nb_limit = derived_timeouts({nb: d["timings"] for nb, d in record["notebooks"].items()})
-        eff = Limits(**{**asdict(limits), "cell_timeout": limits.cell_timeout or other,
-                        "notebook_timeout": limits.notebook_timeout or nb_limit})
-        summary.cell_timeouts = {} if limits.cell_timeout else per_cell
 
-        records, extensions = {}, {}
-        with Gradebook(course.db_url) as gb:
-            for s in todo:
-                try:
-                    st = gb.find_student(s)
-                    records[s] = {k: getattr(st, k) for k in ("first_name", "last_name", "email", "lms_user_id")
-                                  if getattr(st, k) is not None}
-                except MissingEntry:
-                    pass
-                try:
-                    ext = gb.find_submission(assignment, s).extension
-                    if ext is not None:
-                        extensions[s] = ext.isoformat()
-                except MissingEntry:
-                    pass
-        job_base = {**job_base, "limits": asdict(eff), "cell_timeouts": summary.cell_timeouts,
-                    "truth": record["notebooks"], "variant_questions": variants.questions(course, assignment),
-                    "recorder": record.get("recorder", "")}
-        bar = Progress(len(todo), f"grading {assignment}", stream) if progress else None
-        ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
-        with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=worker_init,
-                                 initargs=(os.getpid(),)) as pool:
-            futures = {pool.submit(grade_one, {**job_base, "student": s, "slot": str(i),
-                                               "submitted": str(course.submitted / s / assignment),
-                                               "student_record": records.get(s), "variant_key": keys[s],
-                                               "no_record": no_record,
-                                               "extension": extensions.get(s)}): s for i, s in enumerate(todo)}
+def _preflight(course: Course, assignment: str, run: Path, limits: Limits, sandbox: bool, packages, force: bool,
+               summary: GradeSummary) -> dict:
+    """The preflight (the last one's record where it still holds, unless `force`), and what every
+    student's job shares: the limits it derived, the solution's answers (the truth)."""
+    release = run / "release"
+    ensure_assignment(course, assignment, release=release)
+    plan = verify.plan(course.source / assignment, course.notebooks(assignment))
+    pre_limits = Limits(**{**asdict(limits), "cell_timeout": limits.cell_timeout or PREFLIGHT_CELL_TIMEOUT,
+                           "notebook_timeout": limits.notebook_timeout or 900})
+    job_base = base_job(course, assignment, run, plan, pre_limits, sandbox, packages, release)
+    record = None if force else saved_preflight(course, assignment, sandbox, packages, job_base["limits"])
+    summary.preflight_reused = record is not None
+    if record is None:
+        try:
+            record = run_preflight(course, assignment, run, plan, job_base, sandbox, packages)
+        finally:
+            verify.close_verifiers()      # the workers start their own
+    summary.preflight_seconds = record["seconds"]
+    per_cell, other, nb_limit = derived_timeouts({nb: d["timings"] for nb, d in record["notebooks"].items()})
+    eff = Limits(**{**asdict(limits), "cell_timeout": limits.cell_timeout or other,
+                    "notebook_timeout": limits.notebook_timeout or nb_limit})
+    summary.cell_timeouts = {} if limits.cell_timeout else per_cell
+    return {**job_base, "limits": asdict(eff), "cell_timeouts": summary.cell_timeouts,
+            "truth": record["notebooks"], "variant_questions": variants.questions(course, assignment),
+            "recorder": record.get("recorder", "")}
+
+
+def _gradebook_entries(course: Course, assignment: str, todo: list) -> tuple[dict, dict]:
+    """({student: their gradebook record}, {student: their extension, ISO}) for the private
+    gradebooks of the workers."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    records, extensions = {}, {}
+    with Gradebook(course.db_url) as gb:
+        for s in todo:
             try:
-                for fut in as_completed(futures):
-                    s = futures[fut]
-                    try:
-                        res = fut.result()
-                    except Exception:
-                        res = Graded(s, cause="the worker crashed", error=traceback.format_exc())
-                    _finish(course, assignment, res, fps[s], sandbox, summary)
-                    shutil.rmtree(run.path / "s" / str(todo.index(s)), ignore_errors=True)
-                    if bar:
-                        bar.step(s + ("" if res.success else " FAILED"))
-            except KeyboardInterrupt:
-                for f in futures:
-                    f.cancel()
-                raise
-    summary.seconds = time.monotonic() - t0
-    return summary
+                st = gb.find_student(s)
+                records[s] = {k: getattr(st, k) for k in ("first_name", "last_name", "email", "lms_user_id")
+                              if getattr(st, k) is not None}
+            except MissingEntry:
+                pass
+            try:
+                ext = gb.find_submission(assignment, s).extension
+                if ext is not None:
+                    extensions[s] = ext.isoformat()
+            except MissingEntry:
+                pass
+    return records, extensions
+
+
+def _run_workers(course: Course, assignment: str, run: Path, todo: list, jobs_of: dict, fps: dict, sandbox: bool,
+                 jobs: int, summary: GradeSummary, bar: Progress | None) -> None:
+    """grade_one for each student in `todo` in a pool of worker processes; each result merged by
+    _finish as it comes in."""
+    ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
+    with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=worker_init,
+                             initargs=(os.getpid(),)) as pool:
+        futures = {pool.submit(grade_one, jobs_of[s]): s for s in todo}
+        try:
+            for fut in as_completed(futures):
+                s = futures[fut]
+                try:
+                    res = fut.result()
+                except Exception:
+                    res = Graded(s, cause="the worker crashed", error=traceback.format_exc())
+                _finish(course, assignment, res, fps[s], sandbox, summary)
+                shutil.rmtree(run / "s" / str(todo.index(s)), ignore_errors=True)
+                if bar:
+                    bar.step(s + ("" if res.success else " FAILED"))
+        except KeyboardInterrupt:
+            for f in futures:
+                f.cancel()
+            raise
 
 
 def _finish(course: Course, assignment: str, res: Graded, fp: str, sandboxed: bool, summary: GradeSummary) -> None:
