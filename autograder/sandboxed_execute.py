@@ -124,13 +124,7 @@ class SandboxedExecute(Execute):
                         if gid in capture and cell.cell_type == "code":
                             answers[gid] = self._capture(capture[gid], meta_out)
                     except (CellTimeoutError, DeadKernelError) as e:
-                        if killed.is_set():
-                            stopped = f"the notebook ran past its time limit ({self.notebook_timeout} s)"
-                        elif isinstance(e, CellTimeoutError):
-                            stopped = (f"the cell ran past its time limit ({self.timeout_func(cell)} s) and did "
-                                       "not stop when interrupted")
-                        else:
-                            stopped = "the kernel died (out of memory or crashed)"
+                        stopped = self._stopped_by(e, killed, cell)
                         log.warning("%s", stopped)
                         log.info("%s", e)
                         self.km.kill_now()
@@ -142,6 +136,26 @@ class SandboxedExecute(Execute):
                             cap_outputs(cell, self.max_output_chars)
             finally:
                 timer.cancel()
+        self._close_notebook(snapshot, last, answers, timings, meta_out, stopped)
+        return self.nb, self.resources
+
+    def _stopped_by(self, e, killed: threading.Event, cell) -> str:
+        """Why the kernel was stopped at `cell` (a CellTimeoutError or DeadKernelError `e`)."""
+        from nbclient.exceptions import CellTimeoutError
+
+        if killed.is_set():
+            stopped = f"the notebook ran past its time limit ({self.notebook_timeout} s)"
+        elif isinstance(e, CellTimeoutError):
+            stopped = (f"the cell ran past its time limit ({self.timeout_func(cell)} s) and did "
+                       "not stop when interrupted")
+        else:
+            stopped = "the kernel died (out of memory or crashed)"
+        return stopped
+
+    def _close_notebook(self, snapshot: dict | None, last: list, answers: dict, timings: dict, meta_out: dict,
+                        stopped: str | None) -> None:
+        """After the kernel is gone: the outputs as they were before the hidden tests ran, every
+        output made inert, and what was recorded into the notebook's autograder metadata."""
         self._lock_rundir(unlock=True)     # the next notebook's kernel makes its sockets there
         if snapshot is not None:
             self._restore(snapshot)
@@ -161,7 +175,6 @@ class SandboxedExecute(Execute):
         meta.update(meta_out)
         if stopped:
             meta["stopped"] = stopped
-        return self.nb, self.resources
 
     def _snapshot(self, hidden: set) -> dict:
         import copy
