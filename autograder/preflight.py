@@ -51,7 +51,7 @@ def derived_timeouts(timings: dict, floor: int = MIN_CELL_TIMEOUT, factor: int =
 
 
 def base_job(course: Course, assignment: str, run: Path, plan: dict, limits: Limits, sandbox: bool,
-              packages, release: Path) -> dict:
+             packages, release: Path) -> dict:
     """What every grade_one job of this assignment shares (the preflight's job adds its student)."""
     return {"assignment": assignment, "work": str(run),
             "template_db": str(template_gradebook(course, run / "template.db")),
