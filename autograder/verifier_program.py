@@ -99,9 +99,9 @@ def verdicts(job):
 def main():
     warnings.simplefilter("ignore")
     try:
+        # imported once: every forked child starts with them
         from course_lib.answers import decode  # noqa: F401
-        import course_lib  # noqa: F401
-        import course_lib.checks  # noqa: F401  (imported once: every forked child starts with them)
+        import course_lib.checks  # noqa: F401
     except Exception as e:
         print(json.dumps({"fatal": f"cannot import course_lib.answers: {type(e).__name__}: {e}"}), flush=True)
         sys.exit(0)
