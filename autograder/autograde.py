@@ -27,6 +27,7 @@ from .outputs import sanitize_markdown
 from .sandbox import Limits, die_with_parent, make_spec
 from .sandboxed_execute import RECORDER_REPLACED
 from . import predictions, variants, verify
+from . import ledger as hub_ledger
 
 PARSE_SECONDS = 60               # reading what a submission supplies outside the sandbox (its prediction record)
 
@@ -54,6 +55,7 @@ class Graded:
     answers: dict = field(default_factory=dict)       # notebook -> the recorded answers
     timings: dict = field(default_factory=dict)       # notebook -> grade_id -> seconds
     variant: dict = field(default_factory=dict)       # the student's assigned variant
+    ledger: str = ""                                  # the hub's ledger's verdict (autograder.ledger)
 
     def graded_status(self, fingerprint: str, sandboxed: bool) -> dict:
         """The status file of a graded submission (autograder.status)."""
@@ -62,6 +64,7 @@ class Graded:
                 "seconds": round(self.seconds, 2), "stopped": self.stopped, "notes": self.notes,
                 "disagreements": self.flags, "predictions": self.predictions,
                 "variant": self.variant or {}, "flags": self.flag_reasons,
+                "ledger": self.ledger or hub_ledger.NOT_VOUCHED,
                 "warnings": self.warnings}
 
     def failed_status(self, cause: str) -> dict:
@@ -316,8 +319,10 @@ def grade_one(job: dict) -> Graded:
     try:
         _repair(mine, job, out.notes)
         _private_student(root, job)
+        tests = verify.from_json(job["tests"])
         with time_limit(PARSE_SECONDS, "reading the prediction record handed in"):
-            records = _prediction_records(mine, verify.from_json(job["tests"]))
+            records = _prediction_records(mine, tests)
+            hub_ledger.apply(out, records, tests, job.get("ledger"))     # --ledger: the hub's copy
         expected = variants.assigned(job.get("variant_key", ""), job.get("variant_questions") or [])
         out.variant = expected
         out.predictions += variants.mismatches(records, expected)

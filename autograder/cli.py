@@ -129,6 +129,7 @@ def cmd_lint(args) -> int:
 def cmd_grade(args) -> int:
     from .grade import GradingRefused, grade
     from .gradesheet import write_grades_csv
+    from .ledger import LedgerUnavailable
 
     course = _course(args)
     _assignment_names(course, [args.assignment], False)
@@ -139,9 +140,12 @@ def cmd_grade(args) -> int:
     try:
         s = grade(course, args.assignment, students=args.student or None, jobs=args.jobs, limits=_limits(args),
                   force=args.force, sandbox=False if args.no_sandbox else None, progress=not args.quiet,
-                  no_record=args.no_record)
+                  no_record=args.no_record, ledger=args.ledger)
     except GradingRefused as e:
         print(e.message, file=sys.stderr)
+        return 2
+    except LedgerUnavailable as e:
+        print(e, file=sys.stderr)
         return 2
     print(f"{args.assignment}: graded {len(s.graded)}, up to date {len(s.skipped)}, failed {len(s.failed)} "
           f"in {s.seconds:.1f} s with {s.jobs} worker(s); "
@@ -331,6 +335,10 @@ def parser() -> argparse.ArgumentParser:
                    help="a submission handed in without any prediction record (no .predictions.jsonl, outputs "
                         "cleared): graded on its final answers (final, the default) or with no correctness points "
                         "for its questions (zero-predictions); flagged either way")
+    g.add_argument("--ledger", metavar="PATH_OR_URL",
+                   help="check each prediction record against the hub's ledger (its folder, e.g. "
+                        "/var/lib/roofline-ledger, or the service's URL, $COURSE_LEDGER_URL in a hub terminal); "
+                        "a record that disagrees is flagged; without it submissions are 'not vouched'")
     g.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     g.set_defaults(func=cmd_grade)
 

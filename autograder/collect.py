@@ -59,7 +59,7 @@ from .safefiles import read_regular, walk
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$")
 CANVAS = re.compile(r"^(?P<student>[A-Za-z0-9]+)_(?P<late>late_)?\d+_\d+_(?P<file>.+)$")
 MOODLE = re.compile(r"^(?P<name>.+?)_(?P<id>\d+)_assignsubmission_(?:file|onlinetext)_?$")
-RECORD = ".predictions.jsonl"     # the prediction record beside the notebook (course_lib.predictions)
+RECORD = ".predictions.jsonl"     # the prediction record beside the notebook (course_lib.exercises.predictions)
 KEEP = ("timestamp.txt", "submission_secret.txt", RECORD)   # kept as they are: nbgrader's own files, the record
 MAX_FILE = 64 * 2**20
 MAX_TOTAL = 4 * 2**30

@@ -45,7 +45,7 @@ def _agrees(spec, a, b) -> bool:
 def _close(spec, a, t) -> bool:
     """A copied number is the friend's own result: within 1% (the spec's tolerance, where tighter)
     of that variant's truth, not merely inside the tolerance band, which a wrong answer can be."""
-    from course_lib.answer_forms import Number
+    from course_lib.exercises.answer_forms import Number
 
     if isinstance(spec, Number) and isinstance(a, (int, float)) and isinstance(t, (int, float)) and t:
         return abs(a / t - 1) <= min(spec.rel_tol, CLOSE)
@@ -127,7 +127,7 @@ def own_truth_entry(course: Course, assignment: str, student: str, cell: str, na
 
 @lru_cache(maxsize=4096)
 def _encoded_truth(qid: str, givens: str, name: str) -> dict | None:
-    from course_lib.answers import encode
+    from course_lib.exercises.answers import encode
 
     truths = get(qid).solution(**json.loads(givens)).truths
     try:

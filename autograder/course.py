@@ -17,7 +17,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from course_lib.question_ids import metadata, question_of, role_of
+from course_lib.exercises.question_ids import metadata, question_of, role_of
 
 from .release import (HEADER_FILE, REPO, RELEASE, SOURCE, assignments, ensure_tools_on_path, insert_header,
                       nbgrader_config)
@@ -177,7 +177,7 @@ def tree_hash(path: Path) -> str:
 # ---------------------------------------------------------------------------------------------
 # The structure of a source notebook: answer cells, their variables, their tests
 # ---------------------------------------------------------------------------------------------
-_nbgrader = metadata       # a cell's nbgrader metadata (course_lib.question_ids)
+_nbgrader = metadata       # a cell's nbgrader metadata (course_lib.exercises.question_ids)
 
 
 def assigned_names(source: str) -> list[str]:
@@ -201,7 +201,7 @@ def assigned_names(source: str) -> list[str]:
 
 
 def used_names(source: str) -> set[str]:
-    """Names a test cell reads: as variables, or by name as course_lib.checks does
+    """Names a test cell reads: as variables, or by name as course_lib.exercises.checks does
     (check_answer("q", "q2_ridge", ...), check_form("q", q2_ridge=...)), or as the variables of a
     question declared in course_lib.questions (grade("wall_q1"))."""
     try:

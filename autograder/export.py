@@ -10,7 +10,11 @@ a failure is never a zero. Each assignment has two more columns:
 * `<assignment>/flag`: why the submission needs a look, as nbgrader's flag in the Formgrader
   ("grading failed", the kernel's verdict differing from the re-verification, no or an edited
   prediction record, a prediction changed after its reveal), "flagged" for a flag an instructor
-  set in the Formgrader, or empty.
+  set in the Formgrader, or empty;
+* `<assignment>/ledger`: whether the hub's prediction ledger vouches for the prediction record
+  (`grade --ledger`, autograder.ledger): "vouched", "record differs from the hub's ledger" (also
+  a flag), or "not vouched" (graded without a ledger: a laptop or Binder; information, not a
+  penalty); empty without a graded submission.
 
 `late_penalty` sums nbgrader's late penalties; `total` = the notebook scores minus the penalties.
 With `--with-max` a last row, `(max)`, holds the maximum of each column so a spreadsheet can turn

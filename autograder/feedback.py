@@ -27,8 +27,8 @@ every other cell's outputs taken then, and no widget state at all).
 
 The page cannot run anything: JavaScript outputs are dropped, HTML/SVG outputs and markdown
 cells that could run code (scripts, event handlers, frames, forms, javascript: links) are shown
-as text, and the page says so to the browser too (a Content-Security-Policy without scripts
-other than the page's own MathJax).
+as text, and the page says so to the browser too (a Content-Security-Policy without any
+script). Formulas are MathML written here (autograder.mathml), so the page needs no MathJax.
 
 As a last check (a second line of defence, not the first) each written page is searched for
 hidden-test lines the student could not have written (lines of their own notebook, or of the
@@ -45,12 +45,13 @@ import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
+import jinja2
 import nbformat
 from nbconvert.exporters import HTMLExporter
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import default
 
-from course_lib.question_ids import cell_id, is_manually_graded, metadata
+from course_lib.exercises.question_ids import cell_id, is_manually_graded, metadata
 
 from .course import HIDDEN_BEGIN, Course, default_jobs, hidden_test_lines, strip_hidden_tests
 from .release import ensure_tools_on_path
@@ -207,6 +208,27 @@ class FeedbackHTMLExporter(HTMLExporter):
     @default("template_name")
     def _feedback_template_name(self):
         return "feedback"
+
+    @jinja2.pass_context
+    def markdown2html(self, context, source):
+        """nbconvert's markdown filter, formulas as MathML (autograder.mathml): no MathJax."""
+        from nbconvert.filters.markdown_mistune import MarkdownWithMath
+
+        from .mathml import MathMLRenderer
+
+        cell = context.get("cell", {})
+        renderer = MathMLRenderer(
+            escape=False, attachments=cell.get("attachments", {}), embed_images=self.embed_images,
+            path=context.get("resources", {}).get("metadata", {}).get("path", ""),
+            anchor_link_text=self.anchor_link_text, exclude_anchor_links=self.exclude_anchor_links,
+            **self.lexer_options)
+        return MarkdownWithMath(renderer=renderer).render(source)
+
+    def default_filters(self):
+        from .mathml import latex_output_to_html
+
+        yield from super().default_filters()     # its markdown2html is the method above
+        yield ("latex_output_to_html", latex_output_to_html)
 
 
 def configure_nbgrader_feedback(c) -> None:

@@ -52,6 +52,7 @@ from .rundir import RunDir, clean_stale
 from .sandbox import INSTALL_HELP, UNSANDBOXED_WARNING, Limits, matplotlib_cache, package_dirs, probe
 from .status import grading_status, status_path, write_json
 from . import predictions, variants, verify
+from . import ledger as hub_ledger
 
 log = logging.getLogger("autograder")
 
@@ -137,11 +138,14 @@ def _up_to_date(course: Course, assignment: str, student: str, fp: str) -> bool:
 
 def grade(course: Course, assignment: str, *, students: list[str] | None = None, jobs: int | None = None,
           limits: Limits | None = None, force: bool = False, sandbox: bool | None = None,
-          packages=("course_lib",), progress: bool = True, stream=None, no_record: str = "final") -> GradeSummary:
+          packages=("course_lib",), progress: bool = True, stream=None, no_record: str = "final",
+          ledger: str | None = None) -> GradeSummary:
     """Autograde the submissions of `assignment` found in course.submitted.
 
     no_record: what a submission without any prediction record earns for its questions
     (autograder.predictions.NO_RECORD_POLICIES): "final" (its final answers) or "zero-predictions".
+    ledger: the hub's prediction ledger (a folder, file or URL: autograder.ledger) to check each
+    record against; without it every submission is "not vouched".
 
     sandbox: None or True -- required (GradingRefused with install instructions where bubblewrap
     does not work); False -- unsandboxed, with a loud warning (--no-sandbox).
@@ -154,7 +158,8 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
     clean_stale()
 
     sandbox, reason = _sandbox_or_refuse(sandbox, stream)
-    todo, skipped, fps, keys = _to_grade(course, assignment, students, sandbox, packages, no_record, force)
+    todo, skipped, fps, keys, ledger_entries = _to_grade(course, assignment, students, sandbox, packages, no_record,
+                                                         force, ledger)
     summary = GradeSummary(assignment, [], skipped, {}, {}, sandbox, reason, 0.0, jobs)
     if not todo:
         summary.seconds = time.monotonic() - t0
@@ -166,7 +171,7 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
         records, extensions = _gradebook_entries(course, assignment, todo)
         jobs_of = {s: {**job_base, "student": s, "slot": str(i), "submitted": str(course.submitted / s / assignment),
                        "student_record": records.get(s), "variant_key": keys[s], "no_record": no_record,
-                       "extension": extensions.get(s)} for i, s in enumerate(todo)}
+                       "ledger": ledger_entries[s], "extension": extensions.get(s)} for i, s in enumerate(todo)}
         bar = Progress(len(todo), f"grading {assignment}", stream) if progress else None
         _run_workers(course, assignment, run.path, todo, jobs_of, fps, sandbox, jobs, summary, bar)
     summary.seconds = time.monotonic() - t0
@@ -189,8 +194,9 @@ def _sandbox_or_refuse(sandbox: bool | None, stream) -> tuple[bool, str]:
 
 
 def _to_grade(course: Course, assignment: str, students: list[str] | None, sandbox: bool, packages,
-              no_record: str, force: bool) -> tuple[list, list, dict, dict]:
-    """(students to grade, students up to date, {student: fingerprint}, {student: variant key})."""
+              no_record: str, force: bool, ledger: str | None) -> tuple[list, list, dict, dict, dict]:
+    """(students to grade, students up to date, {student: fingerprint}, {student: variant key},
+    {student: their hub ledger entries, or None without --ledger})."""
     all_students = course.students(assignment)
     wanted = [s for s in all_students if students is None or s in students]
     pkg_dirs = package_dirs(tuple(packages), site=False)
@@ -199,13 +205,16 @@ def _to_grade(course: Course, assignment: str, students: list[str] | None, sandb
     todo, skipped, fps = [], [], {}
     if no_record not in predictions.NO_RECORD_POLICIES:
         raise ValueError(f"no_record is one of {predictions.NO_RECORD_POLICIES}, not {no_record!r}")
+    entries = hub_ledger.load(ledger) if ledger else None
+    ledger_entries = {s: None if entries is None else entries.get(s, []) for s in wanted}
     for s in wanted:
-        fps[s] = _fingerprint(course, assignment, s, sandbox, pkg_dirs, no_record) + variants.fingerprint(keys[s])
+        fps[s] = (_fingerprint(course, assignment, s, sandbox, pkg_dirs, no_record) + variants.fingerprint(keys[s])
+                  + hub_ledger.fingerprint(ledger_entries[s]))
         if not force and _up_to_date(course, assignment, s, fps[s]):
             skipped.append(s)
         else:
             todo.append(s)
-    return todo, skipped, fps, keys
+    return todo, skipped, fps, keys, ledger_entries
 
 
 def _preflight(course: Course, assignment: str, run: Path, limits: Limits, sandbox: bool, packages, force: bool,

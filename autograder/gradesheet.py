@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .course import Course
+from .ledger import status as ledger_status
 from .status import failed_students, flag_reasons
 from . import csvsafe
 
@@ -87,7 +88,7 @@ def _every_assignment(gb, course: Course, with_max: bool) -> list[list]:
     people = {st.id: st for st in gb.students}
     header = ["student_id", "last_name", "first_name", "email"]
     for a, nbs in notebooks.items():
-        header += [f"{a}/{n}" for n, _ in nbs] + [f"{a}/status", f"{a}/flag"]
+        header += [f"{a}/{n}" for n, _ in nbs] + [f"{a}/status", f"{a}/flag", f"{a}/ledger"]
     rows = [header + ["late_penalty", "total"]]
     for sid in sorted(set(people) | {s for es in per.values() for s, e in es.items() if e.failed is not None}):
         st = people.get(sid)
@@ -103,13 +104,14 @@ def _every_assignment(gb, course: Course, with_max: bool) -> list[list]:
             # reasons say why
             why = flag_reasons(course, a, sid) if (e.flagged or e.failed is not None) else []
             row.append("; ".join(why) or ("flagged" if e.flagged else ""))
+            row.append(ledger_status(course, a, sid) if e.submitted and e.failed is None else "")
             total += sum(e.scores.values())
             penalty += e.penalty
         rows.append(row + [_fmt(penalty), _fmt(total - penalty)])
     if with_max:
         maxrow = ["(max)", "", "", ""]
         for a, nbs in notebooks.items():
-            maxrow += [_fmt(m) for _, m in nbs] + ["", ""]
+            maxrow += [_fmt(m) for _, m in nbs] + ["", "", ""]
         rows.append(maxrow + ["", _fmt(sum(m for nbs in notebooks.values() for _, m in nbs))])
     return rows
 

@@ -5,7 +5,7 @@
 Every rule reads the notebook only (nothing runs):
 
 * grade ids: unique, lower_snake_case with one prefix per notebook; a question's cells follow
-  the grammar of course_lib.question_ids (<prefix>_<question>_<role>);
+  the grammar of course_lib.exercises.question_ids (<prefix>_<question>_<role>);
 * test cells: locked, with points, a visible `_form` test or a hidden `_correct` one, paired per
   question; a hidden test computes its truth with course_lib inside its hidden block and reads
   no name but the answers (it is re-run from them alone); a form test is fully visible and
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import nbformat
 
-from course_lib.question_ids import (ANY_ID, cell_id, is_question_id, metadata, parse, question_of)
+from course_lib.exercises.question_ids import (ANY_ID, cell_id, is_question_id, metadata, parse, question_of)
 
 MIN_CORRECT_TESTS = 4
 # a heading or a bold lead-in that announces points: "### Q3 · ... (4 points)", "**Discussion (2 points).**"
@@ -208,7 +208,7 @@ def _question_arguments(nb) -> list[str]:
     return problems
 
 
-VERIFY_HOLDS, VERIFY_DIFFERS = "Your prediction holds.", "Your prediction differs."   # course_lib.checks.verify
+VERIFY_HOLDS, VERIFY_DIFFERS = "Your prediction holds.", "Your prediction differs."   # course_lib.exercises.checks.verify
 
 
 def disagreeing_verifies(executed) -> list[str]:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import nbformat
 
-from course_lib.question_ids import cell_id, is_manually_graded, points
+from course_lib.exercises.question_ids import cell_id, is_manually_graded, points
 
 from .course import Course
 from . import csvsafe

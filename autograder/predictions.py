@@ -1,4 +1,4 @@
-"""Predictions that count, on the grading side (course_lib.predictions is the student's side).
+"""Predictions that count, on the grading side (course_lib.exercises.predictions is the student's side).
 
 A student's notebook commits each prediction when its form check passes and records when a
 verify cell revealed the truth. Before grading, the record is read from what was handed in:
@@ -41,8 +41,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from course_lib import predictions as P
-from course_lib.question_ids import label as _label, question_of, role_of
+from course_lib.exercises import predictions as P
+from course_lib.exercises.question_ids import label as _label, question_of, role_of
 
 MAX_RECORD_BYTES = 2**20             # a record is a few kB; a bigger file is not one (and is not read)
 CHANGED = "changed-after-reveal"

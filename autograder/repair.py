@@ -20,7 +20,7 @@ import copy
 
 import nbformat
 
-from course_lib.question_ids import metadata
+from course_lib.exercises.question_ids import metadata
 
 from .course import assigned_names
 
@@ -37,7 +37,7 @@ def strip_bom(data: bytes) -> tuple[bytes, bool]:
     return data, False
 
 
-_meta = metadata       # a cell's nbgrader metadata (course_lib.question_ids)
+_meta = metadata       # a cell's nbgrader metadata (course_lib.exercises.question_ids)
 
 
 def _norm(source: str) -> str:

@@ -18,7 +18,8 @@ way (read by no test of the question as the student's) are not answers and are n
 * scores.csv / scores.png -- every student's score per notebook and its distribution; with
   needs_manual_grade (a written answer not graded yet) and flag (nbgrader's flag, with the
   grader's reasons: verdicts differing from the re-verification, no or an edited prediction
-  record, a prediction changed after its reveal)
+  record, a prediction changed after its reveal, a record that differs from the hub's ledger) and
+  ledger ("vouched", "not vouched" or "record differs from the hub's ledger": autograder.ledger)
 * copies.csv / variants.csv -- possible copies across students' variants, with the evidence, and
   the numbers each student was graded on (autograder.copies)
 * report.html -- all of it on one accessible page (autograder.report_html): tables with headers,
@@ -337,6 +338,7 @@ def score_rows(course: Course, assignment: str) -> list[dict]:
     """Every graded student's score per notebook (failed gradings left out: they are no zeros)."""
     from nbgrader.api import Gradebook, MissingEntry
 
+    from .ledger import status as ledger_status
     from .status import failed_students, flag_reasons
 
     failed = failed_students(course, assignment)
@@ -355,7 +357,8 @@ def score_rows(course: Course, assignment: str) -> list[dict]:
                 mine = [r.split(": ", 1)[1] for r in reasons if r.startswith(nb.name + ": ")]
                 rows.append({"notebook": nb.name, "student": sub.student.id, "score": nb.score,
                              "max_score": maxes[nb.name], "needs_manual_grade": nb.needs_manual_grade,
-                             "flag": ("; ".join(mine) or "flagged") if nb.flagged else ""})
+                             "flag": ("; ".join(mine) or "flagged") if nb.flagged else "",
+                             "ledger": ledger_status(course, assignment, sub.student.id)})
     return rows
 
 
@@ -442,7 +445,8 @@ def report(course: Course, assignment: str, out_dir: Path | None = None) -> dict
     _write_csv(out / "predictions.csv", changes, ["notebook", "question", "title", "student", "rule", "from", "to",
                                                    "record", "record_problems", "flag"])
     srows = score_rows(course, assignment)
-    _write_csv(out / "scores.csv", srows, ["notebook", "student", "score", "max_score", "needs_manual_grade", "flag"])
+    _write_csv(out / "scores.csv", srows, ["notebook", "student", "score", "max_score", "needs_manual_grade", "flag",
+                                                "ledger"])
     plot_scores(srows, out / "scores.png")
     summary = {}
     for nb in sorted({r["notebook"] for r in srows}):
@@ -504,6 +508,10 @@ def format_report(result: dict) -> str:
     for r in srows:
         if r.get("flag"):
             lines.append(f"  FLAGGED: {r['student']} ({r['notebook']}): {r['flag']}")
+    unvouched = sorted({r["student"] for r in srows if r.get("ledger") == "not vouched"})
+    if unvouched:
+        lines.append(f"  not vouched (graded without the hub's prediction ledger; information, not a penalty): "
+                     f"{', '.join(unvouched)}")
     waiting = sorted({r["student"] for r in srows if r.get("needs_manual_grade")})
     if waiting:
         lines.append(f"  needs manual grade (written answers not graded yet): {', '.join(waiting)}")

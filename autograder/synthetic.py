@@ -2,7 +2,8 @@
 
 Each student is the release of every notebook of the assignment with its answer cells filled in:
 * correct: the solution's answer (the solution cell without its delimiters);
-* wrong: tests/answers/a<assignment>.py's WRONG source (right form, wrong value);
+* wrong: the WRONG source of a<assignment>.py in the answers folder the caller names (right
+  form, wrong value; the course keeps these files with its tests);
 plus the hostile and broken ones, which attack the first notebook (the others are answered
 correctly). `make_class` writes SOURCE/<student>/<notebook>.ipynb and returns a manifest with the
 exact score every test cell must get and the answer each student planted (for the report).
@@ -23,19 +24,18 @@ from pathlib import Path
 
 import nbformat
 
-from course_lib.question_ids import metadata, question_of
+from course_lib.exercises.question_ids import metadata, question_of
 
 from .course import HIDDEN_BEGIN
-from .release import REPO, SOURCE
-
-ANSWERS = REPO / "tests" / "answers"
+from .release import SOURCE
 
 #: every kind of student make_class knows, in a default class
 KINDS = ("correct", "wrong", "blank", "syntax_error", "infinite_loop", "memory_bomb", "stubborn_loop",
          "hostile", "deletes_test", "edits_locked", "warnings", "not_a_notebook")
 
 
-def wrong_answers(assignment: str, answers_dir: Path = ANSWERS) -> dict:
+def wrong_answers(assignment: str, answers_dir: Path) -> dict:
+    """`WRONG` of answers_dir/a<assignment>.py: answer grade_id -> a wrong answer's source."""
     path = Path(answers_dir) / f"a{assignment}.py"
     if not path.is_file():
         raise FileNotFoundError(f"no wrong answers for {assignment}: {path}")
@@ -50,7 +50,7 @@ def solution_source(source: str) -> str:
                      if l.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
 
 
-_meta = metadata       # a cell's nbgrader metadata (course_lib.question_ids)
+_meta = metadata       # a cell's nbgrader metadata (course_lib.exercises.question_ids)
 
 
 @dataclass
@@ -269,7 +269,7 @@ def default_roster(n_correct: int = 6, n_wrong: int = 6, kinds=KINDS) -> list[tu
 
 
 def make_class(assignment: str, out: Path, *, release_dir: Path, source: Path = SOURCE,
-               answers_dir: Path = ANSWERS, roster=None, targets: dict | None = None, seed: int = 4) -> dict:
+               answers_dir: Path, roster=None, targets: dict | None = None, seed: int = 4) -> dict:
     """Write out/<student>/<notebook>.ipynb for every student of the roster; return the manifest."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -279,7 +279,7 @@ def make_class(assignment: str, out: Path, *, release_dir: Path, source: Path = 
     wrong = wrong_answers(assignment, answers_dir)
     missing = [a for p in parts.values() for a in p.answers if a not in wrong]
     if missing:
-        raise ValueError(f"tests/answers/a{assignment}.py has no WRONG source for {missing}")
+        raise ValueError(f"{Path(answers_dir) / f'a{assignment}.py'} has no WRONG source for {missing}")
     rng = random.Random(seed)
     manifest = {"assignment": assignment, "notebooks": notebooks,
                 "max": {nb: sum(p for _, p, _ in parts[nb].tests.values()) for nb in notebooks},
@@ -306,19 +306,15 @@ def make_class(assignment: str, out: Path, *, release_dir: Path, source: Path = 
     return manifest
 
 
-def wrong_value_sources(assignment: str, answers_dir: Path = ANSWERS) -> dict:
-    return wrong_answers(assignment, answers_dir)
-
-
-if __name__ == "__main__":   # python -m autograder.synthetic ASSIGNMENT OUT
+if __name__ == "__main__":   # python -m autograder.synthetic ASSIGNMENT OUT ANSWERS_DIR
     import sys
     import tempfile
 
     from .release import generate
 
-    a, dest = sys.argv[1], Path(sys.argv[2])
+    a, dest, answers = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
     with tempfile.TemporaryDirectory() as tmp:
         generate(dest=Path(tmp), only=[a])
-        m = make_class(a, dest, release_dir=Path(tmp))
+        m = make_class(a, dest, release_dir=Path(tmp), answers_dir=answers)
     (dest.parent / f"{dest.name}-manifest.json").write_text(json.dumps(m, indent=1))
     print(f"{len(m['students'])} students in {dest}")

@@ -146,7 +146,7 @@ def student_truth(truth: dict | None, key: str | None) -> dict | None:
         return truth
     import copy
 
-    from course_lib.answers import UnsupportedAnswer, encode
+    from course_lib.exercises.answers import UnsupportedAnswer, encode
     from course_lib.questions import get
 
     out = copy.deepcopy(truth)

@@ -43,6 +43,7 @@ from autograder.grade import cell_scores
 from autograder.release import REPO, SOURCE, assignments, generate
 from autograder.synthetic import KINDS, default_roster, make_class
 
+ANSWERS = REPO / "tests" / "answers"      # each lesson's wrong answers (the walk-through's)
 BENCH_KINDS = tuple(k for k in KINDS if k not in ("hostile", "stubborn_loop", "not_a_notebook", "infinite_loop"))
 COURSE_TIMEOUT = 120      # nbgrader_config.py's Execute.timeout
 
@@ -141,7 +142,7 @@ def main(argv=None) -> int:
     try:
         generate(dest=work / "release", only=[a])
         roster = default_roster(args.correct, args.wrong, BENCH_KINDS)
-        manifest = make_class(a, work / "class", release_dir=work / "release", roster=roster)
+        manifest = make_class(a, work / "class", release_dir=work / "release", roster=roster, answers_dir=ANSWERS)
         students = [s for s, e in manifest["students"].items() if e["gradable"]]
         print(f"{a}: {len(students)} submissions, {os.cpu_count()} CPU cores, {args.jobs} workers, "
               f"{args.memory} MB per kernel; cell time limit: "
@@ -168,7 +169,8 @@ def main(argv=None) -> int:
         ok &= same
 
         if not args.no_hang:
-            hung = make_class(a, work / "class-hung", release_dir=work / "release", roster=roster + [("hung", "infinite_loop")])
+            hung = make_class(a, work / "class-hung", release_dir=work / "release", roster=roster + [("hung", "infinite_loop")],
+                              answers_dir=ANSWERS)
             students_h = [s for s, e in hung["students"].items() if e["gradable"]]
             h = run_class(a, work, work / "class-hung", students_h, args, env, "hung")
             print(f"with one hung submission ({len(students_h)} submissions):")

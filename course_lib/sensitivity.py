@@ -4,7 +4,7 @@ The course's numbers are the pure roofline of datasheet figures with capacities 
 bytes. Real chips reach less than their peaks, activation traffic depends on fusion, and
 someone may read "80 GB" as 80·10⁹ bytes. A question whose answer flips under such a change
 teaches an accident, not an insight, so every graded regime, choice and ratio is re-solved
-under each change in ``STANDARD`` by ``tests/test_question_robustness.py``.
+under each change in ``STANDARD`` by the test suite (its test_question_robustness.py).
 
 ``perturb`` is a context manager. Inside its ``with`` block, and only there:
 

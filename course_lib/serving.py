@@ -157,6 +157,21 @@ def _kv_shard(model, tp):
     return math.ceil(kvh / tp) / kvh
 
 
+def _memory(model, hardware, prec, kv_bytes, tokens, batch, tp, kv_shard):
+    """(weight bytes, KV bytes per sequence, bytes per GPU, fits, largest batch that fits) for
+    `batch` sequences of `tokens` over `tp` GPUs; fits and the largest batch are None when the
+    chip's capacity is unknown."""
+    weights = model.weight_bytes(prec.weights)
+    kv_per_seq = model.attended_tokens(tokens) * model.kv_elements_per_token() * kv_bytes
+    per_gpu_mem = weights / tp + batch * kv_per_seq * kv_shard
+    cap = hardware.memory_capacity_si
+    if cap is None:
+        return weights, kv_per_seq, per_gpu_mem, None, None
+    room = cap - weights / tp
+    max_b = max(0, int(room // (kv_per_seq * kv_shard))) if room > 0 else 0
+    return weights, kv_per_seq, per_gpu_mem, per_gpu_mem <= cap, max_b
+
+
 def serve(model, hardware, prompt_tokens=2048, output_tokens=128, batch_size=1, precision="fp16",
           weight_precision=None, activation_precision=None, kv_precision=None, tp=1, *,
           attention_precision=None, compute_efficiency=1.0, memory_efficiency=1.0,
@@ -241,18 +256,7 @@ def serve(model, hardware, prompt_tokens=2048, output_tokens=128, batch_size=1, 
                    regime(tc.sum(), tm.sum(), comm_dec * len(contexts) if tp > 1 else None),
                    parts=dict(zip(_PARTS, parts1 + (parts2 - parts1) * (attended.mean() - 1))))
 
-    # memory
-    weights = model.weight_bytes(prec.weights)
-    kv_per_seq = model.attended_tokens(P + T) * model.kv_elements_per_token() * bkv_
-    per_gpu_mem = weights / tp + B * kv_per_seq * kv_shard
-    cap = hardware.memory_capacity_si
-    if cap is None:
-        fits, max_b = None, None
-    else:
-        fits = per_gpu_mem <= cap
-        room = cap - weights / tp
-        max_b = max(0, int(room // (kv_per_seq * kv_shard))) if room > 0 else 0
-
+    weights, kv_per_seq, per_gpu_mem, fits, max_b = _memory(model, hardware, prec, bkv_, P + T, B, tp, kv_shard)
     e2e = prefill.latency_si + (T - 1) * decode.latency_si
     return Serving(model=model, hardware=hardware, precisions=prec, knobs=knobs, tp=tp,
                    interconnect=f"{link_name}, {link_bw / 1e9:.0f} GB/s per direction" if tp > 1 else None,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import nbformat
 
 from autograder.course import assigned_names
 from autograder.verify import free_names  # noqa: F401  (for the tests: the grader's own)
-from course_lib.question_ids import cell_id, metadata, question_of
+from course_lib.exercises.question_ids import cell_id, metadata, question_of
 
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = sorted((REPO / "solutions").glob("*/*.ipynb"))
@@ -95,3 +96,30 @@ def run_hidden(source: str, values: dict, where: str = "<hidden test>") -> None:
     ns = {"__name__": "__hidden_test__", **values}
     with contextlib.redirect_stdout(io.StringIO()):
         exec(compile(source, where, "exec"), ns)
+
+
+@contextlib.contextmanager
+def check_answer_wrapped(wrap):
+    """Within the block, every check_answer call runs `wrap(question, name, spec, truth, check)`,
+    where check() runs the real check on the answers of the cell that called it. Replaced under
+    both of its names: course_lib.questions may call it as course_lib.checks.check_answer (the
+    old name, a re-export of the same function)."""
+    import course_lib.checks
+    import course_lib.exercises.checks as checks
+
+    original = checks.check_answer
+
+    def replacement(question, name, spec, truth, **kw):
+        frame = sys._getframe(1)
+        if kw.get("namespace") is None:      # a direct call from the cell: its frame holds the answers
+            kw["namespace"] = {**frame.f_globals, **frame.f_locals}
+        return wrap(question, name, spec, truth, lambda: original(question, name, spec, truth, **kw))
+
+    modules = (checks, course_lib.checks)
+    for m in modules:
+        m.check_answer = replacement
+    try:
+        yield
+    finally:
+        for m in modules:
+            m.check_answer = original

@@ -1,4 +1,4 @@
-"""course_lib.answers: answer values to JSON and back, exactly; everything else a clear error.
+"""course_lib.exercises.answers: answer values to JSON and back, exactly; everything else a clear error.
 And the autograder's seam that picks the recorded values a test is re-verified with."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from course_lib import Q_
-from course_lib.answers import UnsupportedAnswer, decode, encode, record
+from course_lib.exercises.answers import UnsupportedAnswer, decode, encode, record
 
 VALUES = [
     "memory-bound", "", 0, -7, 10**30, 2.5, -0.0, float("inf"), True, False, None,

@@ -25,13 +25,14 @@ from autograder.feedback import leaked_lines, source_secrets
 from autograder.grade import cell_scores
 from autograder.release import assignments
 from autograder.sandbox import probe
-from autograder.synthetic import ANSWERS, KINDS, default_roster, make_class
-from course_lib.question_ids import metadata
+from autograder.synthetic import KINDS, default_roster, make_class
+from course_lib.exercises.question_ids import metadata
 from tiny_course import run_cli
 
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
 RELEASE = REPO / "notebooks"     # the committed release: test_notebooks checks it is what generate() makes
+ANSWERS = REPO / "tests" / "answers"   # each lesson's wrong answers
 CANDIDATES = [a for a in assignments() if (ANSWERS / f"a{a}.py").is_file()] if SOLUTIONS.is_dir() else []
 A = CANDIDATES[0] if CANDIDATES else None
 SANDBOX, WHY_NOT = probe()
@@ -83,7 +84,7 @@ def run(tmp_path_factory):
     }
     kinds = KINDS if SANDBOX else tuple(k for k in KINDS if k != "hostile")
     manifest = make_class(A, base / "class", release_dir=RELEASE, roster=default_roster(kinds=kinds),
-                          targets=targets)
+                          targets=targets, answers_dir=ANSWERS)
     (base / "class" / "correct_01" / "notes.txt").write_text("not a notebook")
     (base / "class" / "README.md").write_text("a stray file")
     before = sorted(p.name for p in SOLUTIONS.iterdir())
@@ -221,7 +222,7 @@ def test_feedback_without_hidden_tests(run):
         html = page.read_text()
         assert "BEGIN HIDDEN TESTS" not in html and not leaked_lines(html, secrets), page
     wrong = (run["root"] / "feedback" / "wrong_all" / A / f"{run['nb']}.html").read_text()
-    # a failed check is an AssertionError (course_lib.checks.CheckFailed) and shows its message
+    # a failed check is an AssertionError (course_lib.exercises.checks.CheckFailed) and shows its message
     assert ("AssertionError" in wrong or "CheckFailed" in wrong) and "hidden tests: not shown" in wrong
 
 

@@ -28,7 +28,7 @@ from autograder.course import Course
 from autograder.feedback import leaked_lines, source_secrets
 from autograder.grade import cell_scores, grade
 from autograder.repair import BOM
-from course_lib.question_ids import cell_id
+from course_lib.exercises.question_ids import cell_id
 from tiny_course import (FAST, NO_SANDBOX_FLAG, PY, REPO, SANDBOX, SANDBOX_ARG, needs_sandbox, run_cli,
                          student_nb, write_class)
 
@@ -417,7 +417,8 @@ def test_course_lib_from_a_second_copy_grades_correctly_or_refuses_never_zeros(c
     other = tmp_path / "other-checkout"
     shutil.copytree(REPO / "course_lib", other / "course_lib", ignore=shutil.ignore_patterns("__pycache__"))
     if not complete:
-        (other / "course_lib" / "answers.py").unlink()        # an older copy of the course library
+        for f in ("exercises/answers.py", "answers.py"):      # an older copy of the course library,
+            (other / "course_lib" / f).unlink()               # from before the answer recorder
     python = _venv_with_course_lib_from(other, tmp_path)
     where = subprocess.run([str(python), "-c", "import course_lib; print(course_lib.__file__)"], cwd=tmp_path,
                            capture_output=True, text=True, check=True).stdout

@@ -35,7 +35,7 @@ from autograder.merge import merge_submission
 from autograder.preflight import saved_preflight
 from autograder.sandbox import Limits
 from autograder.status import status_path
-from course_lib.question_ids import cell_id
+from course_lib.exercises.question_ids import cell_id
 from tiny_course import (FAST, NO_SANDBOX_FLAG, PY, REPO, SANDBOX, SANDBOX_ARG, run_cli, student_nb,
                          write_class)
 
@@ -307,12 +307,14 @@ def test_export_has_a_column_per_notebook_and_the_total(course, tmp_path):
     assert main(["export", "--out", str(out), *map(str, common)]) == 0
     rows = list(csv.DictReader(out.open()))
     assert [r["student_id"] for r in rows] == ["ann", "bob"]
-    assert list(rows[0])[4:] == ["t1/one", "t1/status", "t1/flag", "t2/first", "t2/second", "t2/status", "t2/flag",
-                                 "late_penalty", "total"]
+    assert list(rows[0])[4:] == ["t1/one", "t1/status", "t1/flag", "t1/ledger", "t2/first", "t2/second",
+                                 "t2/status", "t2/flag", "t2/ledger", "late_penalty", "total"]
     ann, bob = rows
     assert (ann["t1/one"], ann["t2/first"], ann["t2/second"], ann["total"]) == ("", "4", "4", "8")
     assert (bob["t1/one"], bob["t2/first"], bob["t2/second"], bob["total"]) == ("4", "2", "0", "6")
     assert (ann["t1/status"], ann["t2/status"], bob["t1/status"]) == ("missing", "graded", "graded")
+    # graded without the hub's ledger: "not vouched" (information), empty where nothing was graded
+    assert (ann["t1/ledger"], ann["t2/ledger"], bob["t1/ledger"]) == ("", "not vouched", "not vouched")
     # the synthetic notebooks carry no prediction record: flagged as such (issue 15), and only that
     for flag in (ann["t1/flag"], ann["t2/flag"], bob["t1/flag"]):
         assert all("no prediction record" in part for part in flag.split("; ") if part), flag

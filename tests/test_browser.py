@@ -31,13 +31,14 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import NamedTuple
 
 import nbformat
 import pytest
 
 from axe_check import axe_violations, describe
 from autograder.course import assigned_names
-from course_lib.question_ids import cell_id, is_solution
+from course_lib.exercises.question_ids import cell_id, is_solution
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*/*.ipynb"))
@@ -565,7 +566,27 @@ def test_student_lab_shows_only_student_tools(browser, student_lab):
         assert not p.errors(), "browser console errors:\n" + "\n".join(p.errors())
 
 
-# ---- predictions count as committed (course_lib.predictions) ---------------------------------
+# ---- predictions count as committed (course_lib.exercises.predictions) -----------------------
+class FreshLesson(NamedTuple):
+    rel: str            # its path under notebooks/
+    n_cells: int
+    at: dict            # grade_id -> the cell's index
+    answers: dict       # grade_id -> the solution's answer (answers_from_solutions)
+
+
+def fresh_lesson(lab, assignment: str) -> FreshLesson:
+    """Lesson `assignment` as a student starts it: a fresh copy in `lab`, its cells' indices by
+    grade_id and the solution's answers. Skips the test when notebooks/ does not hold it."""
+    path = next((p for p in NOTEBOOKS if p.parent.name == assignment), None)
+    if path is None:
+        pytest.skip(f"lesson {assignment} is not in notebooks/")
+    rel = str(path.relative_to(REPO / "notebooks"))
+    nb = nbformat.read(path, as_version=4)
+    lab.fresh_copy(rel)
+    return FreshLesson(rel, len(nb.cells), {grade_id(c): i for i, c in enumerate(nb.cells) if grade_id(c)},
+                       answers_from_solutions(path))
+
+
 def run_cell(page, index: int) -> str:
     """Run one cell as a student does (select it, Shift+Enter); its output text once done."""
     cell = page.locator(CELL.format(index))
@@ -587,17 +608,10 @@ def test_verify_shows_the_truth_only_for_a_committed_prediction(browser, student
     """A student runs Q1's verify cell before its form check: no truth, a message saying what to
     run; after the form check the truth is shown. The saved notebook and the folder both keep
     the record (commit, then reveal)."""
-    path = next((p for p in NOTEBOOKS if p.parent.name == "02_memory_wall"), None)
-    if path is None:
-        pytest.skip("lesson 02_memory_wall is not in notebooks/")
-    rel = str(path.relative_to(REPO / "notebooks"))
-    nb = nbformat.read(path, as_version=4)
-    at = {grade_id(c): i for i, c in enumerate(nb.cells) if grade_id(c)}
-    answers = answers_from_solutions(path)
-    student_lab.fresh_copy(rel)
+    rel, n_cells, at, answers = fresh_lesson(student_lab, "02_memory_wall")
     p = Page(browser, "predictions-02_memory_wall")
     with p.evidence() as page:
-        open_notebook(page, student_lab, rel, len(nb.cells))
+        open_notebook(page, student_lab, rel, n_cells)
         run_cell(page, at["wall_setup"])
         set_cell(page, at["wall_q1_prediction"], answers["wall_q1_prediction"])
         run_cell(page, at["wall_q1_prediction"])

@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import re
 
-import nbformat
-import pytest
-
-from test_browser import (NOTEBOOKS, REPO, KERNEL_IDLE, Page, answers_from_solutions, browser,  # noqa: F401
-                          grade_id, open_notebook, pytestmark, run_cell, set_cell, student_lab)
+from test_browser import (KERNEL_IDLE, Page, browser, fresh_lesson, open_notebook, pytestmark,  # noqa: F401
+                          run_cell, set_cell, student_lab)
 
 WRONG_Q1 = ('q1_speedup = 989.4 / 312\n'
             'q1_reasoning = "The H100 has about three times the FLOP/s of the A100, so it is three times faster."')
@@ -22,17 +19,10 @@ def one_line(text: str) -> bool:
 
 
 def test_revision_restart_and_errors_tell_the_truth_in_one_line(browser, student_lab):
-    path = next((p for p in NOTEBOOKS if p.parent.name == "02_memory_wall"), None)
-    if path is None:
-        pytest.skip("lesson 02_memory_wall is not in notebooks/")
-    rel = str(path.relative_to(REPO / "notebooks"))
-    nb = nbformat.read(path, as_version=4)
-    at = {grade_id(c): i for i, c in enumerate(nb.cells) if grade_id(c)}
-    answers = answers_from_solutions(path)
-    student_lab.fresh_copy(rel)
+    rel, n_cells, at, answers = fresh_lesson(student_lab, "02_memory_wall")
     p = Page(browser, "predictions-revision-02_memory_wall")
     with p.evidence() as page:
-        open_notebook(page, student_lab, rel, len(nb.cells))
+        open_notebook(page, student_lab, rel, n_cells)
         run_cell(page, at["wall_setup"])
         unanswered = run_cell(page, at["wall_q1_prediction"])
         assert one_line(unanswered) and "Q1 is not answered yet: replace raise NotImplementedError()" in unanswered, \

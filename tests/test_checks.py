@@ -2,7 +2,7 @@
 import pytest
 
 from course_lib import Q_
-from course_lib.checks import (check_form_number, check_form_regime, check_number, check_regime,
+from course_lib.exercises.checks import (check_form_number, check_form_regime, check_number, check_regime,
                                compare, normalize_regime)
 
 
@@ -86,9 +86,9 @@ import io
 
 import numpy as np
 
-from course_lib.answer_forms import NotAnAnswer, Number, Ratio, Reason, Regime, Choice, WholeNumber
-from course_lib.checks import check_answer, check_form, verify
-from course_lib.misconceptions import MISCONCEPTIONS, CheckFailed
+from course_lib.exercises.answer_forms import NotAnAnswer, Number, Ratio, Reason, Regime, Choice, WholeNumber
+from course_lib.exercises.checks import check_answer, check_form, verify
+from course_lib.exercises.misconceptions import MISCONCEPTIONS, CheckFailed
 
 
 def _outcomes(spec, value, truth):

@@ -5,12 +5,12 @@ import inspect
 import pytest
 
 import course_lib
-import course_lib.checks
+import course_lib.exercises.checks
 import course_lib.measure
 import course_lib.models
 
 RECORDS = ("Layer", "LayerTable", "TransformerConfig")  # plain records, shown via the zoo
-PUBLIC = [(m, n) for m in (course_lib, course_lib.checks, course_lib.models, course_lib.measure)
+PUBLIC = [(m, n) for m in (course_lib, course_lib.exercises.checks, course_lib.models, course_lib.measure)
           for n in m.__all__
           if n not in RECORDS and n != "ureg" and callable(getattr(m, n))
           and not (inspect.isclass(getattr(m, n)) and issubclass(getattr(m, n), Exception))]

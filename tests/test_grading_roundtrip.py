@@ -26,7 +26,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_lib.question_ids import metadata as meta
+from course_lib.exercises.question_ids import metadata as meta
 
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"

@@ -11,7 +11,8 @@ feedback (`python -m autograder ...` from the installed environment); the studen
 Checked: the scores, feedback without hidden tests, what a student can read (not the instructor's
 files, not the other student's work), no Formgrader for students (and one for the instructor);
 nbgrader's flag and the export's and report's flag columns (Validate records both students' answers; the wrong student deletes the prediction
-record); the shared environment on PATH in a login shell and in a hub terminal (`python -m
+record); the prediction ledger (test_the_ledger_catches_a_rewritten_record: a record rewritten by a
+student's script is flagged when graded with --ledger, an honest one vouched); the shared environment on PATH in a login shell and in a hub terminal (`python -m
 autograder --help`); in Debian's chromium (Playwright), the Formgrader inside JupyterLab, a written
 answer graded on its manual-grading page, feedback regenerated and released from the Formgrader's
 buttons, and the student opening the new page from the Assignment List with the new score
@@ -324,8 +325,10 @@ def running_hub(students: list[str], hub_args: tuple = ()):
     groups = (f"rft{tag}-students", f"rft{tag}-instructors")
     base = Path(tempfile.mkdtemp(prefix="roofline-hub-", dir="/tmp"))
     base.chmod(0o755)                       # the exchange inside must be reachable by every user
-    port, hub_port, proxy_port = free_ports(3)
+    port, hub_port, proxy_port, ledger_port = free_ports(4)
     info = {"users": users, "base": base, "url": f"http://127.0.0.1:{port}", "timings": {}, "log": base / "hub.log"}
+    # the prediction ledger: its own system user (removed at the end), a free port, a folder in base
+    info["ledger"] = {"user": f"rft{tag}l", "dir": base / "ledger", "url": f"http://127.0.0.1:{ledger_port}"}
     hub_proc = None
     # setup.sh puts the shared environment on every login shell's PATH: on this machine, only for
     # the test's duration (what was there before is put back)
@@ -336,7 +339,9 @@ def running_hub(students: list[str], hub_args: tuple = ()):
                "--config-dir", str(base / "etc"), "--state-dir", str(base / "state"), "--python", SYSTEM_PYTHON,
                "--bind-url", info["url"], "--students-group", groups[0], "--instructors-group", groups[1],
                "--instructor", users["instructor"], *[x for who in students for x in ("--student", users[who])],
-               "--memory-limit", MEMORY_LIMIT, "--tasks-limit", str(TASKS_LIMIT), "--no-service"]
+               "--memory-limit", MEMORY_LIMIT, "--tasks-limit", str(TASKS_LIMIT), "--no-service",
+               "--ledger-user", info["ledger"]["user"], "--ledger-dir", str(info["ledger"]["dir"]),
+               "--ledger-url", info["ledger"]["url"]]
         t0 = time.monotonic()
         with locked(Path(str(PREFIX) + ".lock")):
             setup = run(cmd)
@@ -383,7 +388,10 @@ def running_hub(students: list[str], hub_args: tuple = ()):
         yield info
     finally:
         _stop(hub_proc, base, users)        # a no-op when the test stopped it already
-        for u in users.values():
+        for pid in _pids_of(info["ledger"]["user"]):       # the hub stops its services; in case it did not
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        for u in [*users.values(), info["ledger"]["user"]]:
             subprocess.run(["userdel", "--remove", u], capture_output=True)
         for g in groups:
             subprocess.run(["groupdel", g], capture_output=True)
@@ -438,10 +446,11 @@ def _alive(pid: int) -> bool:
 
 
 # ---- the term -------------------------------------------------------------------------------------
-def student_round_trip(hub, who: str, answers: dict, keep_record: bool = True) -> dict:
+def student_round_trip(hub, who: str, answers: dict, keep_record: bool = True, before_submit=None) -> dict:
     """Log in, spawn, fetch, answer, validate, submit: what a student does, over HTTP. Validate
     runs the form checks and verify cells, so it writes the prediction record beside the notebook;
-    `keep_record=False` deletes it before submitting (a student who hands in no record)."""
+    `keep_record=False` deletes it before submitting (a student who hands in no record);
+    `before_submit(browser, folder, notebook name)` runs right before the submission."""
     user = hub["users"][who]
     b = Browser(hub["url"], user)
     t0 = time.monotonic()
@@ -474,6 +483,8 @@ def student_round_trip(hub, who: str, answers: dict, keep_record: bool = True) -
     assert record.is_file(), f"{user}: Validate wrote no prediction record at {record}"
     if not keep_record:
         record.unlink()
+    if before_submit is not None:
+        before_submit(b, folder, name)
     submitted = b.nbgrader("submit")
     assert submitted["success"], submitted
     mine = [a for a in submitted["value"] if a["assignment_id"] == ASSIGNMENT and a["status"] == "submitted"]
@@ -967,3 +978,227 @@ def test_a_class_at_once(capsys):
 def _rss_kib(user: str) -> int:
     p = subprocess.run(["ps", "-o", "rss=", "-u", user], capture_output=True, text=True)
     return sum(int(x) for x in p.stdout.split())
+
+
+# ---- the prediction ledger ------------------------------------------------------------------------
+# What a student's script can do with nothing but what the notebook imports: make every commit
+# say the answer the notebook ends with (the one fixed after the truth was shown), drop the
+# revisions, recompute the chains, keep the times. The record's own checks cannot tell.
+REWRITE = """import json, pathlib
+from course_lib.exercises import predictions as P
+path = pathlib.Path("roofline/01_hello_roofline") / P.RECORD_FILE
+events = P.load_record(path)
+final = {e["q"]: (e["values"], e["reason"]) for e in events if e["kind"] in ("commit", "revise")}
+new = []
+for e in events:
+    mine = P.question_events(new, e["q"])
+    if e["kind"] == "revise" or (e["kind"] == "reveal" and mine and mine[-1]["kind"] == "reveal"):
+        continue
+    values, reason = final[e["q"]] if e["kind"] == "commit" else (e["values"], e["reason"])
+    new.append(P.make_event(new, e["q"], e["kind"], values, reason, t=e["t"], count=e.get("count"),
+                            variant=e.get("variant")))
+path.write_text("".join(json.dumps(e, sort_keys=True) + "\\n" for e in new))
+print("REWRITTEN", len(events), "->", len(new), P.check_events(new) or "consistent")
+"""
+
+
+def test_the_ledger_catches_a_rewritten_record(capsys):
+    """Two students on the kit's hub: one honest; one answers wrong, sees the truth (Validate runs
+    the verify cells), fixes the answers, then rewrites the prediction record with a script run
+    in their terminal, and submits. Graded without the ledger the rewrite goes unnoticed (full
+    points, no flag, "not vouched"); graded with `--ledger` the rewriter is flagged "record
+    differs from the hub's ledger" (nbgrader's flag, export, report) and the honest student is
+    "vouched". The ledger's files: written by the service's user only, unreadable to students."""
+    with running_hub(["honest", "rewriter"]) as hub, hub_log_on_failure(hub):
+        ledger_term(hub, capsys)
+
+
+def ledger_term(hub, capsys):
+    from autograder.ledger import DIFFERS, NOT_VOUCHED, VOUCHED
+
+    users, course, ledger = hub["users"], hub["course"], hub["ledger"]
+    t0 = time.monotonic()
+    instructor(hub, "release", ASSIGNMENT, "--exchange")
+
+    def rewrite(b, folder, name):
+        # the truth has been shown; the right answers now, validated again (revisions recorded)
+        nb = b.get(f"api/contents/{folder}/{name}", params={"content": 1}).json()["content"]
+        right = right_answers()
+        for cell in nb["cells"]:
+            gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+            if gid in right:
+                cell["source"] = right[gid]
+        b.put(f"api/contents/{folder}/{name}", json={"type": "notebook", "format": "json", "content": nb}) \
+            .raise_for_status()
+        b.post("assignments/validate", data={"path": f"{folder}/{name}"}).raise_for_status()
+        kinds = [e["kind"] for e in map(json.loads, (hub["home"]["rewriter"] / folder / ".predictions.jsonl")
+                                        .read_text().splitlines())]
+        assert "revise" in kinds and "reveal" in kinds, kinds
+        b.put("api/contents/rewrite.py", json={"type": "file", "format": "text", "content": REWRITE}) \
+            .raise_for_status()
+        out = b.terminal(["cd ~ && python rewrite.py; echo DONE-$((6*7))"], until="DONE-42")
+        assert "consistent" in out and "Error" not in out, out
+
+    honest = student_round_trip(hub, "honest", right_answers())
+    student_round_trip(hub, "rewriter", wrong_answers(), before_submit=rewrite)
+    hub["timings"]["two students (one rewrites their record)"] = time.monotonic() - t0
+
+    # the ledger: the service's user writes it, the instructors' group reads it, students neither
+    store = Path(ledger["dir"])
+    files = {who: store / f"{users[who]}.jsonl" for who in ("honest", "rewriter")}
+    for who, f in files.items():
+        st = f.stat()
+        assert (pwd.getpwuid(st.st_uid).pw_name, oct(st.st_mode & 0o777)) == (ledger["user"], "0o640"), (who, st)
+        entries = [json.loads(x) for x in f.read_text().splitlines()]
+        assert {e["user"] for e in entries} == {users[who]} and {"commit", "reveal"} <= {e["kind"] for e in entries}
+    assert can_read(users["rewriter"], files["rewriter"]) == "PermissionError"
+    assert can_read(users["rewriter"], store) == "PermissionError"
+    assert can_read(users["instructor"], files["rewriter"]) == "read"
+    write = subprocess.run(["runuser", "-u", users["rewriter"], "--", SYSTEM_PYTHON, "-c",
+                            f"open({str(files['rewriter'])!r}, 'a').write('{{}}')"], capture_output=True, text=True)
+    assert write.returncode != 0 and "PermissionError" in write.stderr, write
+    import requests
+
+    r = requests.post(f"{ledger['url']}/events", json={"question": "hello_q1"}, timeout=10)
+    assert r.status_code == 401, (r.status_code, r.text)      # no token, no entry
+
+    def exported() -> dict:
+        instructor(hub, "export", "--out", str(course / "grades.csv"))
+        return {w: r for r in csv.DictReader((course / "grades.csv").open())
+                for w in ("honest", "rewriter") if r["student_id"] == users[w]}
+
+    # graded without the ledger: the rewrite earns full points, unflagged
+    collect_from_exchange(hub)
+    graded = instructor(hub, "grade", ASSIGNMENT, "-q")
+    assert "failed 0" in graded, graded
+    assert gradebook_scores(hub, users["rewriter"]) == expected_scores("right")
+    rows = exported()
+    for who in ("honest", "rewriter"):
+        assert (rows[who][f"{ASSIGNMENT}/flag"], rows[who][f"{ASSIGNMENT}/ledger"]) == ("", NOT_VOUCHED), rows[who]
+
+    # graded with it: the rewriter flagged where the instructor looks, the honest student vouched
+    graded = instructor(hub, "grade", ASSIGNMENT, "-q", "--ledger", str(store))
+    assert "failed 0" in graded and f"{users['rewriter']} " in graded and DIFFERS in graded, graded
+    assert not any(users["honest"] in line and DIFFERS in line for line in graded.splitlines()), graded
+    rows = exported()
+    flag = rows["rewriter"][f"{ASSIGNMENT}/flag"]
+    assert DIFFERS in flag and rows["rewriter"][f"{ASSIGNMENT}/ledger"] == DIFFERS, rows["rewriter"]
+    # what the ledger saw committed before the truth was shown, against what the record grades
+    assert re.search(r"the ledger has .+ committed for Q\w+ before its first reveal .+; the record grades", flag), flag
+    assert (rows["honest"][f"{ASSIGNMENT}/flag"], rows["honest"][f"{ASSIGNMENT}/ledger"]) == ("", VOUCHED), \
+        rows["honest"]
+    assert sorted(flagged_in_gradebook(hub).items()) == sorted([(users["honest"], False), (users["rewriter"], True)])
+    report = instructor(hub, "report", ASSIGNMENT)
+    assert f"FLAGGED: {users['rewriter']} (" in report and DIFFERS in report, report
+    assert f"FLAGGED: {users['honest']} (" not in report, report
+    with capsys.disabled():
+        print(f"\nledger test: {hub['timings']}")
+        print("  the rewriter's flag: " + rows["rewriter"][f"{ASSIGNMENT}/flag"][:600])
+    assert honest["validation"]["success"]
+
+
+# ---- every student their own numbers (issue 19), in the browser -------------------------------------
+LESSON3 = "03_two_phases"
+
+
+def variant_table(hub, students: list[str]) -> dict:
+    """(student, question) -> the variant `python -m autograder variants` says the student gets."""
+    out = instructor(hub, "variants", LESSON3, "--students", *students)
+    table = {}
+    for line in out.splitlines():
+        student, question, variant = line.split(None, 2)
+        table[(student, question)] = variant.strip()
+    assert {s for s, _ in table} == set(students), out
+    return table
+
+
+def give_the_hub_the_secret(hub, students: list[str]) -> dict:
+    """The instructor creates the course's variant secret (a new one while the two students would
+    get the same numbers on every question of lesson 3); the admin copies it where the hub's
+    config reads it (root only). Returns the variant table."""
+    secret = hub["course"] / ".autograder" / "variant-secret"
+    for _ in range(5):
+        instructor(hub, "variants", "--init-secret")
+        table = variant_table(hub, students)
+        if any(table[(students[0], q)] != table[(students[1], q)] for s, q in table if s == students[0]):
+            break
+        secret.unlink()
+    else:
+        raise AssertionError(f"five secrets in a row gave both students the same numbers: {table}")
+    target = hub["base"] / "etc" / "roofline_variant_secret"
+    shutil.copyfile(secret, target)
+    target.chmod(0o600)
+    os.chown(target, 0, 0)
+    return table
+
+
+def _run_cell(page, text: str) -> str:
+    """Run the notebook cell whose source holds `text` (selected by its prompt, Shift+Enter, as a
+    student does); its output, once it has one."""
+    cell = page.locator(".jp-Notebook .jp-CodeCell", has_text=text).first
+    cell.scroll_into_view_if_needed()
+    cell.locator(".jp-InputPrompt").first.click()
+    page.keyboard.press("Shift+Enter")
+    out = cell.locator(".jp-OutputArea-output")
+    out.first.wait_for(timeout=180_000)
+    return out.first.inner_text()
+
+
+def test_each_student_sees_their_own_numbers(capsys):
+    """Two students log in with chromium, fetch lesson 3 from the Assignment List, open it and
+    run the cells that state each varying question's givens: each sees the numbers `python -m
+    autograder variants` computes for their own id (the hub gives their kernel their key), and
+    the two students' numbers differ."""
+    from playwright.sync_api import sync_playwright
+
+    with running_hub(["first", "second"]) as hub, hub_log_on_failure(hub):
+        users, base = hub["users"], hub["url"]
+        students = [users["first"], users["second"]]
+        table = give_the_hub_the_secret(hub, students)
+        questions = sorted({q for _, q in table})
+        assert questions, table
+        out = instructor(hub, "release", LESSON3, "--exchange")
+        assert f"{COURSE_ID}/outbound/{LESSON3}" in out, out
+        name = next((REPO / "notebooks" / LESSON3).glob("*.ipynb")).name
+        seen, menus = {}, {}
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"] if os.geteuid() == 0 else [])
+            try:
+                for who, user in zip(("first", "second"), students):
+                    ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+                    page = ctx.new_page()
+                    page.set_default_timeout(90_000)
+                    _login(page, base, user, hub["passwords"][user])
+                    page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").click()
+                    page.locator(".lm-Menu-itemLabel").get_by_text("Assignment List", exact=True).wait_for()
+                    _shot(page, f"student-nbgrader-menu-{who}")
+                    # what the open menu shows: every visible entry (an entry whose command is
+                    # not there, e.g. an instructor tool switched off, has no label)
+                    menus[user] = page.locator(".lm-Menu:visible .lm-Menu-item:visible").evaluate_all(
+                        "items => items.map(i => i.innerText.trim())")
+                    page.locator(".lm-Menu-itemLabel").get_by_text("Assignment List", exact=True).click()
+                    row = page.locator("#released_assignments_list .list_item", has_text=LESSON3).first
+                    row.get_by_role("button", name=re.compile("Fetch", re.I)).click()
+                    page.locator("#fetched_assignments_list .list_item", has_text=LESSON3).first.wait_for()
+                    page.goto(f"{base}/user/{user}/lab/tree/{COURSE_ID}/{LESSON3}/{name}")
+                    page.locator(".jp-Notebook .jp-CodeCell").first.wait_for()
+                    for q in questions:
+                        seen[(user, q)] = _run_cell(page, f'givens("{q}")')
+                    # the student README's picture: the first question's numbers under its text
+                    page.locator(".jp-Notebook .jp-CodeCell", has_text=f'givens("{questions[0]}")').first \
+                        .evaluate("cell => cell.scrollIntoView({block: 'center'})")
+                    _shot(page, "student-own-numbers" if who == "first" else "student-own-numbers-second")
+                    ctx.close()
+            finally:
+                browser.close()
+        # a student's Nbgrader menu: the Assignment List, no blank entries (instructor tools off)
+        assert all(m == ["Assignment List"] for m in menus.values()), menus
+        for (user, q), text in seen.items():
+            assert f"({user}): {table[(user, q)]}" in text, (user, q, text, table[(user, q)])
+        differ = [q for q in questions if table[(students[0], q)] != table[(students[1], q)]]
+        assert differ and all(seen[(students[0], q)].split(": ", 1)[1] != seen[(students[1], q)].split(": ", 1)[1]
+                              for q in differ), seen
+        with capsys.disabled():
+            print("\nwhat each student saw:")
+            for (user, q), text in sorted(seen.items()):
+                print(f"  {text.strip()}")

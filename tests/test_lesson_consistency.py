@@ -30,7 +30,7 @@ def test_l3_q5_accepts_the_course_convention_of_80_gib():
         run_hidden(hidden, {"q5_capacity_gb": capacity / 1e9, "q5_max_batch": batch})
     assert int((80 * 2**30 - m.weight_bytes("fp16")) // per_sequence) != truth    # the case is real
     decimal = int((80e9 - m.weight_bytes("fp16")) // per_sequence)
-    from course_lib.misconceptions import CheckFailed
+    from course_lib.exercises.misconceptions import CheckFailed
     with pytest.raises(CheckFailed):
         run_hidden(hidden, {"q5_capacity_gb": 80, "q5_max_batch": decimal})
 

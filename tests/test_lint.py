@@ -1,4 +1,4 @@
-"""`python -m autograder lint` and the grade-id grammar (course_lib.question_ids): each rule
+"""`python -m autograder lint` and the grade-id grammar (course_lib.exercises.question_ids): each rule
 fires on a lesson broken the way an author would break it, and only there."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from autograder.cli import main
 from autograder.course import question_of as autograder_question_of
 from autograder.lint import disagreeing_verifies, lint_notebook, question_calls
-from course_lib.question_ids import (cell_id, grade_id, is_answer_cell, is_manually_graded, is_test_cell, label,
+from course_lib.exercises.question_ids import (cell_id, grade_id, is_answer_cell, is_manually_graded, is_test_cell, label,
                                      parse, points, question_of)
 
 REPO = Path(__file__).resolve().parent.parent

@@ -18,7 +18,7 @@ import pytest
 
 from autograder.cli import main
 from autograder.lint import disagreeing_verifies, lint_notebook, split_blocks
-from course_lib.question_ids import cell_id
+from course_lib.exercises.question_ids import cell_id
 
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"

@@ -27,8 +27,8 @@ import nbformat
 import pytest
 
 from autograder.sandbox import probe
-from course_lib import predictions
-from course_lib.question_ids import cell_id, is_solution
+from course_lib.exercises import predictions
+from course_lib.exercises.question_ids import cell_id, is_solution
 from tiny_course import run_cli     # in this process: the process boundary is not what these tests are about
 
 REPO = Path(__file__).resolve().parent.parent

@@ -25,7 +25,7 @@ import nbformat
 import pytest
 
 from autograder.course import Course
-from course_lib import predictions
+from course_lib.exercises import predictions
 from tiny_course import FAST, SANDBOX, WHY_NOT, _notebook, cell, run_cli
 
 pytestmark = [pytest.mark.skipif(not SANDBOX, reason=f"grading needs the sandbox: {WHY_NOT}"),
@@ -220,7 +220,7 @@ def graded(tmp_path_factory):
     s.save_and_stop()
 
     s = Student(fetch(course.release, lms / "hider"))
-    s.code("import course_lib.predictions as P\nP.reveal = lambda *questions: None")
+    s.code("import course_lib.exercises.predictions as P\nP.reveal = lambda *questions: None")
     fill(s, q1=Q1_WRONG)
     s.run_all()
     s.answer("rules_q1_prediction", Q1_RIGHT)

@@ -1,4 +1,4 @@
-"""The prediction record (course_lib.predictions): commit, reveal, revisions, and what makes a
+"""The prediction record (course_lib.exercises.predictions): commit, reveal, revisions, and what makes a
 hand-edited record detectable. The grading side (the committed prediction is what is graded)
 is tested end to end in test_prediction_grading.py."""
 from __future__ import annotations
@@ -7,9 +7,10 @@ import json
 
 import pytest
 
-from course_lib import Q_, predictions
-from course_lib.answers import encode
-from course_lib.checks import CheckFailed, Number, Reason, Regime, check_form, reveal, verify
+from course_lib import Q_
+from course_lib.exercises import predictions
+from course_lib.exercises.answers import encode
+from course_lib.exercises.checks import CheckFailed, Number, Reason, Regime, check_form, reveal, verify
 
 
 @pytest.fixture
@@ -361,7 +362,7 @@ def test_a_record_that_cannot_be_written_fails_the_form_check_saying_why(record)
 
 def test_a_declared_questions_verify_cell_judges_the_committed_answer(record, capsys):
     """course_lib.questions' show() passes the cell's namespace along: the record still rules."""
-    from course_lib.answer_forms import Ratio
+    from course_lib.exercises.answer_forms import Ratio
     from course_lib.questions import core
 
     @core.question("demo_q1", rule="by-hand", specs={"q1_x": Ratio(rel_tol=0.05)})

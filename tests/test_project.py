@@ -1,4 +1,6 @@
-"""Project hygiene: environment.yml and pyproject.toml agree; no exact pins; CI calls make test."""
+"""Project hygiene: environment.yml and pyproject.toml agree; no exact pins; CI calls make test;
+the installed package does not reach into tests/."""
+import fnmatch
 import re
 import sys
 from pathlib import Path
@@ -54,3 +56,28 @@ def test_ci_runs_make_test_and_readme_shows_the_two_commands_first():
     readme = (ROOT / "README.md").read_text()
     first_block = readme.split("```")[1]
     assert "make lab" in first_block and "make test" in first_block
+
+
+def _shipped_files() -> list[Path]:
+    """The files the package installs: every module of the packages pyproject.toml's
+    packages.find includes, and their package data."""
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    patterns = tool["packages"]["find"]["include"]
+    packages = sorted({p.parent for p in ROOT.glob("*/**/__init__.py")
+                       if any(fnmatch.fnmatch(".".join(p.parent.relative_to(ROOT).parts), pat) for pat in patterns)})
+    files = [f for pkg in packages for f in pkg.glob("*.py")]
+    files += [f for pkg, globs in tool.get("package-data", {}).items() for g in globs
+              for f in (ROOT / pkg.replace(".", "/")).glob(g) if f.is_file()]
+    return files
+
+
+def test_the_installed_package_does_not_reach_into_tests():
+    """tests/ is not installed: a shipped module that reads it (or names a file in it) breaks
+    outside a checkout of the repository."""
+    files = _shipped_files()
+    assert {"course_lib/__init__.py", "course_lib/exercises/checks.py", "autograder/synthetic.py"} <= {
+        f.relative_to(ROOT).as_posix() for f in files}
+    reference = re.compile(r"""\btests/|/\s*["']tests["']""")
+    found = [f"{f.relative_to(ROOT)}:{n}: {line.strip()}" for f in files
+             for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1) if reference.search(line)]
+    assert not found, "shipped files that refer to tests/:\n" + "\n".join(found)

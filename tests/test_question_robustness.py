@@ -18,13 +18,12 @@ tests/test_measure.py (three runs, the grader's conditions), on the machine runn
 from __future__ import annotations
 
 import contextlib
-import sys
 
 import pytest
 
-from course_lib.misconceptions import CheckFailed
+from course_lib.exercises.misconceptions import CheckFailed
 from course_lib.sensitivity import STANDARD, perturb
-from lesson_questions import SOLUTIONS, Lesson, run_hidden
+from lesson_questions import SOLUTIONS, Lesson, check_answer_wrapped, run_hidden
 
 pytestmark = pytest.mark.skipif(not SOLUTIONS, reason="no notebooks in solutions/ yet")
 
@@ -40,26 +39,18 @@ def _label(change: dict) -> str:
 def every_check_recorded():
     """Run every check_answer of a cell, recording (name, kind, failure or None) instead of
     stopping at the first failure."""
-    import course_lib.checks as checks
+    seen = []
 
-    seen, original = [], checks.check_answer
-
-    def recording(question, name, spec, truth, **kw):
-        frame = sys._getframe(1)
+    def record(question, name, spec, truth, check):
         try:
-            if kw.get("namespace") is None:      # a direct call from the cell: its frame holds the answers
-                kw["namespace"] = {**frame.f_globals, **frame.f_locals}
-            original(question, name, spec, truth, **kw)
+            check()
         except CheckFailed as e:
             seen.append((name, spec.kind, e))
         else:
             seen.append((name, spec.kind, None))
 
-    checks.check_answer = recording
-    try:
+    with check_answer_wrapped(record):
         yield seen
-    finally:
-        checks.check_answer = original
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,8 @@
   verify), so no verify cell's source states an answer, a regime or a method before it runs;
 * nothing a student sees above an answer cell -- markdown, the outputs of every cell above,
   earlier questions' verify output included -- shows that question's numeric answer, or says a
-  post-reveal explanation of it.
+  post-reveal explanation of it: with the lesson's own numbers, and with a student's own variant
+  where the lesson's questions have a parameter space.
 """
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ import re
 
 import pytest
 
-from course_lib.answer_forms import Choice, Number, Ratio, Reason, Regime
+from course_lib.exercises.answer_forms import Choice, Number, Ratio, Reason, Regime
 from course_lib.questions import all_questions
-from course_lib.question_ids import metadata as meta
+from course_lib.exercises.question_ids import metadata as meta
 from lesson_questions import SOLUTIONS, strip_delimiters
 
 QUESTIONS = all_questions()
@@ -154,15 +155,20 @@ def _run_lesson(path):
         shown.append(out.getvalue())
 
 
-@pytest.mark.parametrize("path", CONVERTED, ids=lambda p: p.parent.name)
-def test_nothing_above_an_answer_cell_gives_its_answer_away(path):
+def leaks(path, solution=None) -> list[str]:
+    """What a student running the lesson sees of an answer before its answer cell, the truths
+    being `solution(question)`'s, by default those of whoever runs it
+    (course_lib.questions.variants: the lesson's own without an id)."""
+    from course_lib.questions import variant
+
+    solution = solution or (lambda q: q.solution(**variant(q.id)))
     problems = []
     for cell, before in _run_lesson(path):
         hit = re.match(r"^([a-z]+_q\d+[a-z]?)_(prediction|answer)$", meta(cell).get("grade_id", ""))
         if not hit or hit.group(1) not in QUESTIONS:
             continue
         q = QUESTIONS[hit.group(1)]
-        sol = q.solution()
+        sol = solution(q)
         for name in q.answer_names:
             spec, t = q.specs[name], sol.truths[name]
             for sentence in re.split(r"(?<=[.:;])\s+", t.explanation):
@@ -175,4 +181,38 @@ def test_nothing_above_an_answer_cell_gives_its_answer_away(path):
                 if _gives_away(spec, value, unit, result, truth):
                     problems.append(f"{q.id} {name}: {text!r} {unit or ''} is on screen before the answer cell "
                                     f"(the answer is {truth:.4g} {spec.units or ''}, tolerance {spec.rel_tol:.0%})")
+    return problems
+
+
+@pytest.mark.parametrize("path", CONVERTED, ids=lambda p: p.parent.name)
+def test_nothing_above_an_answer_cell_gives_its_answer_away(path, monkeypatch):
+    from course_lib.questions import variants as V
+
+    monkeypatch.delenv(V.KEY_ENV, raising=False)         # the lesson's own numbers
+    problems = leaks(path)
+    assert not problems, "\n".join(problems)
+
+
+def _spaced(path) -> list[str]:
+    import nbformat
+
+    ids = {meta(c).get("grade_id", "").rsplit("_", 1)[0] for c in nbformat.read(path, as_version=4).cells}
+    return sorted(q for q in ids & set(QUESTIONS) if QUESTIONS[q].space)
+
+
+@pytest.mark.parametrize("path", [p for p in CONVERTED if _spaced(p)], ids=lambda p: p.parent.name)
+def test_nor_in_a_students_own_variant(path, monkeypatch):
+    """The same, run as a student whose every question with a space has other numbers than the
+    lesson's own: the given cells and the verify cells above an answer cell show that student's
+    numbers, and none of them gives that student's answer away."""
+    from course_lib.questions import student_key
+    from course_lib.questions import variants as V
+
+    spaced = _spaced(path)
+    keys = (student_key(b"the leak test's course secret", f"s{i}") for i in range(2000))
+    key = next(k for k in keys if all(V.draw(k, q) != QUESTIONS[q].givens for q in spaced))
+    monkeypatch.setenv(V.KEY_ENV, key)
+    monkeypatch.setenv(V.STUDENT_ENV, "leak-check")
+    assert all(V.current(q) != QUESTIONS[q].givens for q in spaced)
+    problems = leaks(path)
     assert not problems, "\n".join(problems)

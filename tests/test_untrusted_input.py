@@ -16,7 +16,7 @@ from autograder.course import Course, ensure_assignment
 from autograder.predictions import MAX_PROBLEMS, MAX_RECORD_BYTES, read_record
 from autograder.safefiles import Refused, copy_tree, read_regular
 from course_lib import Q_
-from course_lib.answers import UnsupportedAnswer, decode, encode
+from course_lib.exercises.answers import UnsupportedAnswer, decode, encode
 from tiny_course import make_course, run_cli, student_nb
 
 pytestmark = pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")

@@ -5,9 +5,15 @@
 * admissibility: every question's space has admissible variants, the canonical one among them;
   each admissible variant keeps every listed mistake outside 1.5 x the tolerance and its
   honest answers pass grade() under every STANDARD perturbation; the filter really rejects;
+* lessons 4 and 5 vary every question that can (at least 4 admissible variants; those that
+  cannot are named, with why); a group of questions is asked on one request; a question graded
+  against this machine's measurement is admitted without measuring;
 * whose numbers: the grader's / hub's environment wins over a file a student set;
 * commits record the variant, and the grader flags a commit made for other numbers;
-* the secret never reaches the student repository.
+* the secret never reaches the student repository;
+* lessons 1 and 2: every graded question has a space or a stated reason, at least 4 variants
+  (or a stated fewer), no given cell states its variant's answer, and the leak test passes as
+  students with keys.
 """
 from __future__ import annotations
 
@@ -18,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from course_lib.answer_forms import Number
-from course_lib.misconceptions import CheckFailed
+from course_lib.exercises.answer_forms import Number
+from course_lib.exercises.misconceptions import CheckFailed
 from course_lib.questions import all_questions, grade, student_key
 from course_lib.questions import variants as V
 from course_lib.sensitivity import STANDARD, perturb
@@ -43,6 +49,80 @@ def no_identity(monkeypatch, tmp_path):
 
 def test_some_lesson_asks_with_variants():
     assert {"phases_q2", "phases_q3", "phases_q4", "phases_q5"} <= set(SPACED)
+
+
+#: questions of lessons 4 and 5 asked with the lesson's own numbers only, and why (their modules say more)
+FIXED = {
+    "mach_q1": "bytes per element do not depend on n, and the expression it is checked against is timed in fp64",
+    "mach_q3": "a size's margin from this machine's ridge depends on the measurement; the kernels are read as timed",
+    "mach_q4": "a size's margin from a cache boundary depends on the caches of the machine grading it",
+}
+
+
+@pytest.mark.parametrize("qid", sorted(q for q in all_questions() if q.split("_", 1)[0] in ("quant", "mach")))
+def test_lessons_4_and_5_vary_every_question_that_can(qid):
+    """At least 4 admissible variants for each question of lessons 4 and 5, except those in FIXED."""
+    q = all_questions()[qid]
+    if qid in FIXED:
+        assert not q.space, f"{qid} has a space though FIXED says it cannot vary: {FIXED[qid]}"
+    else:
+        assert len(V.admissible(qid)) >= 4, f"{qid}: {len(V.admissible(qid))} admissible variants"
+
+
+def test_a_group_is_asked_on_one_request():
+    """Lesson 4's Q1-Q3 share one request: every student gets the same numbers for the three,
+    only requests admissible for all three are drawn, and 200 students spread over them."""
+    group = ["quant_q1", "quant_q2", "quant_q3"]
+    keys = [student_key(SECRET, s) for s in STUDENTS]
+    for k in keys:
+        assert V.draw(k, group[0]) == V.draw(k, group[1]) == V.draw(k, group[2])
+    assert len({json.dumps(V.draw(k, group[0]), sort_keys=True) for k in keys}) == len(V.admissible(group[0]))
+    short = {"prompt": 2048, "output": 256}         # decode's W8A8 speedup within 1.5 x 2% of Q3's truth
+    assert not V.problems("quant_q1", short) and V.problems("quant_q3", short)
+    from course_lib.questions import get
+
+    assert V.admissible("quant_q1") == V.admissible("quant_q3") and \
+        all(not V.problems(q, g) for q in group for g in V.admissible(q))
+    assert [m.id for m in V._members(get("quant_q2"))] == group
+
+
+def test_a_group_must_share_its_space():
+    from course_lib.answer_forms import Ratio
+    from course_lib.questions import REGISTRY, Solution, Truth, question
+
+    def solve(n):
+        return Solution({"q1_x": Truth(float(n))})
+
+    try:
+        question("demo_q1", rule="prediction", specs={"q1_x": Ratio()}, givens={"n": 1}, space={"n": [1, 2]},
+                 group="demo_pair")(solve)
+        question("demo_q2", rule="prediction", specs={"q1_x": Ratio()}, givens={"n": 1}, space={"n": [1, 3]},
+                 group="demo_pair")(solve)
+        with pytest.raises(ValueError, match="different spaces"):
+            V.admissible("demo_q1")
+    finally:
+        REGISTRY.pop("demo_q1", None), REGISTRY.pop("demo_q2", None)
+        V._admissible.cache_clear()
+
+
+def test_a_measured_question_is_admitted_without_measuring(monkeypatch):
+    """Lesson 5's Q6 grades against this machine: which GPUs it may compare is settled without
+    measuring (every machine draws the same variants), and a GPU whose fp16 ridge is below the
+    A100's is refused by its assumption."""
+    import course_lib.measure as M
+
+    def no_measurement(*a, **k):
+        raise AssertionError("admissibility measured the machine")
+
+    monkeypatch.setattr(M, "this_machine", no_measurement)
+    V._admissible.cache_clear()
+    try:
+        chips = [g["chip"] for g in V.admissible("mach_q6")]
+        assert "A100" in chips and "V100" not in chips and len(chips) >= 4
+        assert "V100" in all_questions()["mach_q6"].space["chip"]
+        assert any("below the A100's" in why for why in V.problems("mach_q6", {"chip": "V100"}))
+    finally:
+        V._admissible.cache_clear()
 
 
 def test_the_key_depends_on_secret_and_student():
@@ -132,13 +212,76 @@ def test_the_filter_rejects_what_the_course_would_not_ask():
 
 
 def test_a_space_must_hold_the_canonical_numbers():
-    from course_lib.answer_forms import Ratio
+    from course_lib.exercises.answer_forms import Ratio
     from course_lib.questions import question
 
     with pytest.raises(ValueError, match="not in its space"):
         question("demo_q9", rule="prediction", specs={"q9_x": Ratio()}, givens={"n": 3}, space={"n": [1, 2]})
     with pytest.raises(ValueError, match="not among its givens"):
         question("demo_q9", rule="prediction", specs={"q9_x": Ratio()}, givens={"n": 3}, space={"m": [1, 2]})
+
+
+# ---- the lessons' givens cells compute from the student's variant ------------------------------------
+def _run_cells(path, ids, ns) -> str:
+    import contextlib
+    import io
+
+    import nbformat
+    from lesson_questions import strip_delimiters
+
+    cells = {c.get("id"): c for c in nbformat.read(path, as_version=4).cells}
+    out = io.StringIO()
+    for cid in ids:
+        with contextlib.redirect_stdout(out):
+            exec(compile(strip_delimiters(cells[cid].source), cid, "exec"), ns)
+    return out.getvalue()
+
+
+def _other_numbers(qids) -> str:
+    """A key whose variant of every question in `qids` differs from the lesson's own."""
+    keys = (student_key(SECRET, s) for s in STUDENTS)
+    return next(k for k in keys if all(V.draw(k, q) != all_questions()[q].givens for q in qids))
+
+
+def test_lesson_4s_givens_are_the_students_own(no_identity, monkeypatch):
+    """Run as a student with other numbers for every question, lesson 4's givens cells print and
+    compute that student's request, chip, context and batch; the by-hand Q2 solved from what they
+    print passes the hidden test of the student's own variant."""
+    qids = ["quant_q1", "quant_q4", "quant_q5", "quant_q6"]
+    key = _other_numbers(qids)
+    monkeypatch.setenv(V.KEY_ENV, key)
+    monkeypatch.setenv(V.STUDENT_ENV, "dana")
+    mine = {q: V.draw(key, q) for q in qids}
+    ns: dict = {"__name__": "__lesson__"}
+    out = _run_cells(REPO / "solutions" / "04_quantization" / "quantization.ipynb",
+                     ["quant-setup", "quant-q1-given", "quant-givens-decode", "quant-q4-given", "quant-givens-kv",
+                      "quant-q5-given", "quant-givens-batch", "quant-q6-given"], ns)
+    assert (ns["P"], ns["T"]) == (mine["quant_q1"]["prompt"], mine["quant_q1"]["output"])
+    assert (ns["chip"], ns["ctx"]) == (mine["quant_q4"]["chip"], mine["quant_q4"]["context"])
+    assert ns["batch"] == mine["quant_q5"]["batch"]
+    for q in qids:
+        assert V.describe(q, mine[q]) in out
+    assert f"mean context c = {ns['P']} + {ns['T']}/2" in out and f"fp16 weights, batch {ns['batch']}:" in out
+    _run_cells(REPO / "solutions" / "04_quantization" / "quantization.ipynb", ["quant-q2-answer"], ns)
+    grade("quant_q2", namespace=ns)
+    with pytest.raises(CheckFailed):                      # the lesson's own request is not this student's
+        grade("quant_q2", namespace=ns, givens=all_questions()["quant_q2"].givens)
+
+
+def test_lesson_5s_givens_are_the_students_own(no_identity, monkeypatch):
+    """The same for lesson 5: Q2's matmul size and Q6's GPU, printed and tabulated."""
+    qids = ["mach_q2", "mach_q6"]
+    key = _other_numbers(qids)
+    monkeypatch.setenv(V.KEY_ENV, key)
+    monkeypatch.setenv(V.STUDENT_ENV, "dana")
+    monkeypatch.setenv("COURSE_LIB_MEASURE", "quick")
+    chip = V.draw(key, "mach_q6")["chip"]
+    out = _run_cells(REPO / "solutions" / "05_your_machine" / "your_machine.ipynb",
+                     ["mach-setup", "mach-q2-given", "mach-reality-givens", "mach-q6-given"], {"__name__": "__lesson__"})
+    assert f"Your numbers for Q2 (dana): {V.describe('mach_q2', V.draw(key, 'mach_q2'))}." in out
+    assert f"Your numbers for Q6 (dana): {V.describe('mach_q6', V.draw(key, 'mach_q6'))}." in out
+    rows = {line[:26].strip() for line in out.splitlines()}      # the reality check's table: chip first
+    assert chip in rows and "A100" not in rows                     # Q6's GPU, not the lesson's own
 
 
 # ---- whose numbers ----------------------------------------------------------------------------
@@ -172,7 +315,7 @@ def test_the_graders_environment_wins_over_a_students_file(no_identity, monkeypa
 
 # ---- commits record their variant; the grader checks it -------------------------------------------
 def test_a_commit_records_its_variant_and_a_mismatch_is_flagged(no_identity, monkeypatch):
-    import course_lib.predictions as P
+    import course_lib.exercises.predictions as P
     from autograder.predictions import Record
     from autograder.variants import assigned, mismatches
 
@@ -242,3 +385,75 @@ def test_the_hub_gives_each_student_their_own_key_never_the_secret(tmp_path):
     env = load()("alice")
     assert env == {V.STUDENT_ENV: "alice", V.KEY_ENV: student_key(SECRET, "alice")}
     assert SECRET.decode() not in json.dumps(env)
+
+
+# ---- lessons 1 and 2 ---------------------------------------------------------------------------------
+#: the graded questions of lessons 1 and 2 asked with the same numbers for everyone, and why
+SAME_FOR_EVERYONE = {
+    "wall_q3": "its answer variables are named for the A100 and the H100, and ridge / I(1) depends on nothing else",
+    "wall_q4": "conceptual: the exact crossover is above the estimate for every model and chip",
+}
+#: admissible variants at least (4 unless the physics allows fewer, said here)
+FEWEST_VARIANTS = {"hello_q6": 3}      # F / S_act changes with the element size only: fp32, fp16, int8
+
+
+@pytest.mark.parametrize("qid", sorted(q for q in all_questions() if q.split("_")[0] in ("hello", "wall")))
+def test_lessons_1_and_2_give_each_question_its_own_numbers(qid):
+    """Every graded question of lessons 1 and 2 has a space (or is listed above with its reason),
+    and 200 students draw at least 4 of its variants (the listed exceptions fewer)."""
+    q = all_questions()[qid]
+    if qid in SAME_FOR_EVERYONE:
+        assert not q.space, f"{qid} now has a space: take it off SAME_FOR_EVERYONE"
+        return
+    assert q.space, f"{qid} asks everyone the same numbers: give it a space or say why in SAME_FOR_EVERYONE"
+    drawn = {json.dumps(V.draw(student_key(SECRET, s), qid), sort_keys=True) for s in STUDENTS}
+    assert len(drawn) >= FEWEST_VARIANTS.get(qid, 4), f"{qid}: 200 students drew only {sorted(drawn)}"
+
+
+@pytest.mark.parametrize("qid", SPACED)
+def test_no_given_cell_states_its_variants_answer(qid):
+    """A given cell's words, for every admissible variant, hold no number that is the variant's
+    answer (the leak test's rule, tests/test_questions.py)."""
+    from test_questions import _gives_away, _numbers
+
+    q = all_questions()[qid]
+    for g in V.admissible(qid):
+        text = V.describe(qid, g)
+        sol = q.solution(**g)
+        for name in q.answer_names:
+            spec = q.specs[name]
+            if not isinstance(spec, Number):
+                continue
+            truth = spec.read_truth(sol.truths[name].value)
+            shown = [t for t, value, unit, result in _numbers(text) if _gives_away(spec, value, unit, result, truth)]
+            assert not shown, f"{qid} {g}: {text!r} states {name} ({truth:.4g}): {shown}"
+
+
+def _lessons(*prefixes):
+    """The converted solution notebooks whose graded questions have these prefixes."""
+    import nbformat
+    from test_questions import CONVERTED
+
+    from course_lib.question_ids import metadata
+
+    return [p for p in CONVERTED if any(metadata(c).get("grade_id", "").split("_", 1)[0] in prefixes
+                                        for c in nbformat.read(p, as_version=4).cells)]
+
+
+@pytest.mark.parametrize("student", ["student001", "student002"])
+@pytest.mark.parametrize("path", _lessons("hello", "wall"), ids=lambda p: p.parent.name)
+def test_a_students_lesson_shows_no_answer_before_its_commit(path, student, no_identity, monkeypatch):
+    """The leak test of tests/test_questions.py, run as a student with a key: nothing above an
+    answer cell (markdown, given cells, earlier verify cells) shows that student's own answer.
+    (Lesson 3 is not run here: its theory's formulas, "= 2 (K and V)", "2^20", read to the
+    heuristic as a stated ratio of 2 whenever a student's Q3 truth lies near 2.)"""
+    import course_lib.exercises.predictions as P
+    from test_questions import leaks
+
+    monkeypatch.setattr(P, "_HERE", no_identity)
+    monkeypatch.setenv(V.KEY_ENV, student_key(SECRET, student))
+    monkeypatch.setenv(V.STUDENT_ENV, student)
+    own = [q for q in SPACED if q.split("_")[0] in ("hello", "wall") and V.current(q) != all_questions()[q].givens]
+    assert own, f"{student} has the lesson's own numbers everywhere: pick another id"
+    problems = leaks(path, lambda q: q.solution(**V.current(q.id)))
+    assert not problems, "\n".join(problems)

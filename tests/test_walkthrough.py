@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import sys
 
 import pytest
 
-from course_lib.misconceptions import MISCONCEPTIONS, CheckFailed
-from course_lib.question_ids import cell_id
-from lesson_questions import REPO, SOLUTIONS, Lesson, free_names, run_hidden
+from course_lib.exercises.misconceptions import MISCONCEPTIONS, CheckFailed
+from course_lib.exercises.question_ids import cell_id
+from lesson_questions import REPO, SOLUTIONS, Lesson, check_answer_wrapped, free_names, run_hidden
 
 pytestmark = pytest.mark.skipif(not SOLUTIONS, reason="no notebooks in solutions/ yet")
 
@@ -42,22 +41,14 @@ def namespaces():
 @contextlib.contextmanager
 def recorded_truths():
     """Record what each check_answer call is checked against (to make sure no message says it)."""
-    import course_lib.checks as checks
+    seen = []
 
-    seen, original = [], checks.check_answer
-
-    def recording(question, name, spec, truth, **kw):
-        frame = sys._getframe(1)
+    def record(question, name, spec, truth, check):
         seen.append((name, spec, spec.read_truth(truth)))
-        if kw.get("namespace") is None:      # a direct call from the cell: its frame holds the answers
-            kw["namespace"] = {**frame.f_globals, **frame.f_locals}
-        return original(question, name, spec, truth, **kw)
+        return check()
 
-    checks.check_answer = recording
-    try:
+    with check_answer_wrapped(record):
         yield seen
-    finally:
-        checks.check_answer = original
 
 
 def question_answered_in(lesson: Lesson, answer_id: str):

@@ -22,7 +22,7 @@ import pytest
 
 from autograder.course import Course
 from autograder.sandbox import probe
-from course_lib.question_ids import cell_id
+from course_lib.exercises.question_ids import cell_id
 
 REPO = Path(__file__).resolve().parent.parent
 PY = sys.executable

@@ -106,7 +106,48 @@ def measure_gpu(device: int = 0, quick: bool = False, progress=None) -> Measured
     say(f"{props.name}: {props.multi_processor_count} SMs, L2 {fmt_binary_bytes(l2) if l2 else 'unknown'}, "
         f"{total / 1e9:.1f} GB ({free / 1e9:.1f} GB free); PyTorch {torch.__version__}, CUDA {torch.version.cuda}")
 
-    # ---- peaks -------------------------------------------------------------------------------
+    runs, peaks, peak_sizes = _measure_peaks(torch, dev, free, target, repeats, say)
+    sweep, graphs_ok = _sweep_bandwidth(torch, dev, free, l2, target, repeats, quick, say)
+    caches = CacheInfo((Cache("L2", l2, 1),), "torch.cuda.get_device_properties") if l2 else CacheInfo()
+    # without an L2 size from PyTorch, only the largest working sets are called HBM
+    zone_map = ({"L2": (l2 / 4, 0.75 * l2), "DRAM": (4 * l2, float("inf"))} if l2
+                else {"DRAM": (sweep[-1].size / 4, float("inf"))})
+    import numpy as np
+    levels, notes = find_levels(np.array([p.size for p in sweep], float),
+                                np.array([p.bandwidth for p in sweep]), caches, 1, 2, zone_map=zone_map,
+                                missing_note="not measured: a streaming PyTorch kernel cannot target it")
+    levels = {lv.name: lv for lv in levels}
+    runs.update(_time_kernels(torch, dev, free, l2, target, repeats, say))
+
+    dram = levels["DRAM"]
+    bandwidth, bw_src = _memory_ceiling(dram, sweep, graphs_ok, repeats)
+    today = datetime.date.today().isoformat()
+    sources = {
+        "peak_flops": (f"measured {today}: torch.matmul of random n x n matrices, 2n^3 FLOPs per call, "
+                       f"the fastest of {repeats} repeats (CUDA events) after a warm-up; n: "
+                       + ", ".join(f"{p} {peak_sizes[p]}" for p in PEAK_PRECISIONS)
+                       + "; fp32 with TF32 off, tf32 with it on"),
+        "memory_bandwidth": bw_src,
+        "memory_capacity": "torch.cuda.mem_get_info (total)",
+    }
+    how = [f"GPU: {props.name}, {props.multi_processor_count} SMs, compute capability {props.major}.{props.minor}",
+           f"PyTorch {torch.__version__}, CUDA {torch.version.cuda}; timings by CUDA events",
+           caches.describe(),
+           f"{'quick' if quick else 'full'} mode: {repeats} timed repeats after a warm-up"]
+    setup = {"threads": 1, "mode": "quick" if quick else "full", "how": how, "peak_sizes": peak_sizes,
+             "memory_level": "HBM" if dram.resolved else
+             f"largest working set ({fmt_binary_bytes(sweep[-1].size)}; HBM plateau not resolved)",
+             "sweep_desc": "sweep of acc += x (fp32) over working sets; bandwidth counts 3 x 4 bytes per element and pass",
+             "peak_desc": "torch.matmul of random n x n matrices", "size_label": "working set"}
+    name = f"{props.name} (measured)"
+    return MeasuredHardware(name, peaks, bandwidth, float(total), sources, levels=levels, notes=notes,
+                            sweep=sweep, runs=runs, setup=setup, caches=caches,
+                            wall_time_s=time.perf_counter() - t_start, kind="gpu")
+
+
+def _measure_peaks(torch, dev, free, target, repeats, say):
+    """({peak_<prec>: KernelRun}, {prec: FLOP/s}, {prec: n}): torch.matmul per precision, n grown
+    until one call lasts about `target` seconds."""
     dtypes = {"fp64": torch.float64, "fp32": torch.float32, "tf32": torch.float32,
               "fp16": torch.float16, "bf16": torch.bfloat16}
     runs, peaks, peak_sizes = {}, {}, {}
@@ -135,8 +176,11 @@ def measure_gpu(device: int = 0, quick: bool = False, progress=None) -> Measured
         say(f"  peak {prec}: {peaks[prec] / 1e12:.1f} TFLOP/s (n={n}, median {flops / timing.median / 1e12:.1f}, "
             f"spread {timing.spread:.0%})")
     torch.cuda.empty_cache()
+    return runs, peaks, peak_sizes
 
-    # ---- bandwidth sweep ---------------------------------------------------------------------
+
+def _sweep_bandwidth(torch, dev, free, l2, target, repeats, quick, say):
+    """([SweepPoint], whether CUDA graphs worked): acc += x (fp32) from 1 MiB up."""
     max_ws = int(min(4 * GiB, free / 4, max(1 * GiB, 16 * l2)))
     per_octave = 1 if quick else 2
     sizes, s = [], MiB
@@ -164,17 +208,11 @@ def measure_gpu(device: int = 0, quick: bool = False, progress=None) -> Measured
         say(f"  {fmt_binary_bytes(size):>9s}: {bw / 1e9:8.1f} GB/s")
     del x_all, acc_all
     torch.cuda.empty_cache()
-    caches = CacheInfo((Cache("L2", l2, 1),), "torch.cuda.get_device_properties") if l2 else CacheInfo()
-    # without an L2 size from PyTorch, only the largest working sets are called HBM
-    zone_map = ({"L2": (l2 / 4, 0.75 * l2), "DRAM": (4 * l2, float("inf"))} if l2
-                else {"DRAM": (sizes[-1] / 4, float("inf"))})
-    import numpy as np
-    levels, notes = find_levels(np.array([p.size for p in sweep], float),
-                                np.array([p.bandwidth for p in sweep]), caches, 1, 2, zone_map=zone_map,
-                                missing_note="not measured: a streaming PyTorch kernel cannot target it")
-    levels = {lv.name: lv for lv in levels}
+    return sweep, graphs_ok
 
-    # ---- kernels -----------------------------------------------------------------------------
+
+def _time_kernels(torch, dev, free, l2, target, repeats, say):
+    """{key: KernelRun} for dot, axpy, add (fp32 vectors) and matmul fp16 at four sizes."""
     from ..models.kernels import axpy, dot, elementwise, matmul
 
     n = int(min(2**27, free / 4 / 3 / 4))            # fp32 vectors, 3 of them in a quarter of free memory
@@ -190,6 +228,7 @@ def measure_gpu(device: int = 0, quick: bool = False, progress=None) -> Measured
         mats[m] = [torch.randn(m, m, device=dev, dtype=torch.float16) for _ in range(3)]
         specs.append((f"matmul_{m}", f"matmul, n={m} (fp16)", matmul(m, m, m), "fp16",
                       (lambda a, b, c: lambda: torch.matmul(a, b, out=c))(*mats[m]), 6 * m * m))
+    runs = {}
     for key, label, model, prec, fn, live in specs:
         timing, calls = _timed(torch, fn, target, repeats)
         runs[key] = KernelRun(key, label, "torch", prec, 1, model.flops_per_sample, model.bytes(prec),
@@ -198,8 +237,14 @@ def measure_gpu(device: int = 0, quick: bool = False, progress=None) -> Measured
     vec.clear()
     mats.clear()
     torch.cuda.empty_cache()
+    return runs
 
-    dram = levels["DRAM"]
+
+def _memory_ceiling(dram, sweep, graphs_ok, repeats):
+    """(bandwidth, its source text): the HBM plateau, or the largest working sets' when the
+    plateau was not resolved (said so)."""
+    import numpy as np
+
     if dram.resolved:
         bandwidth = dram.bandwidth
         bw_src = (f"measured: the HBM plateau of the sweep, median of {dram.points} working sets "
@@ -209,28 +254,7 @@ def measure_gpu(device: int = 0, quick: bool = False, progress=None) -> Measured
         bw_src = f"measured: the bandwidth at the sweep's two largest working sets (HBM plateau not resolved: {dram.note})"
     bw_src += (f"; kernel acc += x (torch, fp32, 12 bytes per element and pass), "
                f"{'CUDA graphs' if graphs_ok else 'launch loops'}, the fastest of {repeats} repeats after a warm-up")
-    today = datetime.date.today().isoformat()
-    sources = {
-        "peak_flops": (f"measured {today}: torch.matmul of random n x n matrices, 2n^3 FLOPs per call, "
-                       f"the fastest of {repeats} repeats (CUDA events) after a warm-up; n: "
-                       + ", ".join(f"{p} {peak_sizes[p]}" for p in PEAK_PRECISIONS)
-                       + "; fp32 with TF32 off, tf32 with it on"),
-        "memory_bandwidth": bw_src,
-        "memory_capacity": "torch.cuda.mem_get_info (total)",
-    }
-    how = [f"GPU: {props.name}, {props.multi_processor_count} SMs, compute capability {props.major}.{props.minor}",
-           f"PyTorch {torch.__version__}, CUDA {torch.version.cuda}; timings by CUDA events",
-           caches.describe(),
-           f"{'quick' if quick else 'full'} mode: {repeats} timed repeats after a warm-up"]
-    setup = {"threads": 1, "mode": "quick" if quick else "full", "how": how, "peak_sizes": peak_sizes,
-             "memory_level": "HBM" if dram.resolved else
-             f"largest working set ({fmt_binary_bytes(sweep[-1].size)}; HBM plateau not resolved)",
-             "sweep_desc": "sweep of acc += x (fp32) over working sets; bandwidth counts 3 x 4 bytes per element and pass",
-             "peak_desc": "torch.matmul of random n x n matrices", "size_label": "working set"}
-    name = f"{props.name} (measured)"
-    return MeasuredHardware(name, peaks, bandwidth, float(total), sources, levels=levels, notes=notes,
-                            sweep=sweep, runs=runs, setup=setup, caches=caches,
-                            wall_time_s=time.perf_counter() - t_start, kind="gpu")
+    return bandwidth, bw_src
 
 
 def _graph_of(torch, step, count):

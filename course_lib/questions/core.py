@@ -22,7 +22,7 @@ and nothing in a verify cell's source states the answer or how to find it before
 >>> q1_x = 0.5
 >>> grade("demo_q1")
 Traceback (most recent call last):
-course_lib.misconceptions.CheckFailed: q1_x matches a classic mistake: dividing the wrong way round. Check which quantity goes on top of the ratio the question asks for.
+course_lib.exercises.misconceptions.CheckFailed: q1_x matches a classic mistake: dividing the wrong way round. Check which quantity goes on top of the ratio the question asks for.
 >>> del REGISTRY["demo_q1"]
 """
 from __future__ import annotations
@@ -86,6 +86,8 @@ class Question:
     space: dict = field(default_factory=dict)    # parameter -> the values a variant may take
     labels: dict = field(default_factory=dict)   # parameter -> "{value}-token prompt" (given cells)
     assumes: Callable[..., str | None] | None = None   # givens -> a violated assumption, or None
+    group: str = ""                      # questions on one set of givens (one request): drawn together
+    measured: bool = False               # its truth needs this machine's measurement: `assumes` admits
 
     @property
     def answer_names(self) -> list[str]:
@@ -110,11 +112,16 @@ REGISTRY: dict[str, Question] = {}
 
 
 def question(qid: str, *, rule: str, specs: dict, givens: dict | None = None, space: dict | None = None,
-             labels: dict | None = None, assumes: Callable[..., str | None] | None = None):
+             labels: dict | None = None, assumes: Callable[..., str | None] | None = None,
+             group: str = "", measured: bool = False):
     """Declare a graded question (a decorator for its solver). `givens` are the canonical
     parameters (the lesson's own numbers); `space` the values each may take in a student's
-    variant (course_lib.questions.variants), the canonical ones among them; `assumes(**givens)`
-    says what a variant would break (e.g. "the batch does not fit"), or None."""
+    variant (course_lib.questions.variants), the canonical ones among them; `labels` how a given
+    cell words each (a format string, or a function of the value); `assumes(**givens)` says what
+    a variant would break (e.g. "the batch does not fit"), or None. Questions with the same
+    `group` (and the same space) are asked on one draw: a student gets one request for all of
+    them. `measured`: the truth needs this machine's measurement, so a variant is admitted by
+    `assumes` alone (which must not measure: every machine must draw the same variants)."""
     if rule not in RULES:
         raise ValueError(f"rule must be one of {sorted(RULES)}, got {rule!r}")
     if not specs or not all(isinstance(s, Spec) for s in specs.values()):
@@ -130,7 +137,7 @@ def question(qid: str, *, rule: str, specs: dict, givens: dict | None = None, sp
 
     def register(solve):
         REGISTRY[qid] = Question(qid, rule, dict(specs), solve, dict(givens or {}), space, dict(labels or {}),
-                                 assumes)
+                                 assumes, group, measured)
         return solve
 
     return register

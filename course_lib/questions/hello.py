@@ -13,12 +13,32 @@ from .core import Solution, Truth, question
 CHIP, MODEL = "A100", "ResNet50"
 
 
-def _resnet(chip=CHIP, batch=1):
-    """ResNet-50 on `chip` at `batch` (fp16, pure roofline), the model and the chip."""
+#: the chips a variant may ask about (their datasheets are in the zoo, with fp16 peaks)
+CHIPS = ("A100", "V100", "H100", "H200", "B200", "MI300X", "L4", "T4", "A100_40GB", "JetsonAGXOrin")
+
+
+def _resnet(chip=CHIP, batch=1, precision="fp16"):
+    """ResNet-50 on `chip` at `batch` (pure roofline), the model and the chip."""
     from .. import Hardware, Models, solve
 
     model, hw = Models.get(MODEL), Hardware.get(chip)
-    return solve(model, hw, batch_size=batch, precision="fp16"), model, hw
+    return solve(model, hw, batch_size=batch, precision=precision), model, hw
+
+
+def chip_words(key: str) -> str:
+    """A chip as a given cell states it: its name and the two fp16 datasheet figures."""
+    from .. import Hardware
+
+    hw = Hardware.get(key)
+    return (f"the {hw.name} ({hw.peak_flops('fp16').m:.4g} TFLOP/s dense fp16, "
+            f"{hw.memory_bandwidth_si / 1e12:.4g} TB/s)")
+
+
+def _precision(p: str) -> str:
+    from ..precision import bytes_per_element
+
+    size = bytes_per_element(p)
+    return f"{p} ({size:g} byte{'' if size == 1 else 's'} per element)"
 
 
 def _act_bytes(model) -> float:
@@ -26,38 +46,54 @@ def _act_bytes(model) -> float:
     return 2 * sum(layer.activations * layer.count for layer in model.layers)
 
 
+def _lowest_ridge():
+    """The zoo chip with the lowest fp16 ridge point and that ridge (Q1's verify prints both)."""
+    from .. import Hardware
+
+    ridges = {h.key: h.ridge_point_si("fp16") for h in Hardware.all() if "fp16" in h.precisions}
+    lowest = min(ridges, key=ridges.get)
+    return lowest, ridges[lowest]
+
+
 # ---- Q1 -----------------------------------------------------------------------------------------
 @question("hello_q1", rule="by-hand", specs={"q1_intensity": Number("FLOP/byte", rel_tol=0.02)},
-          givens={"n": 1_000_000})
-def q1(n):
-    from .. import Hardware
+          givens={"n": 1_000_000, "precision": "fp16"},
+          space={"n": [1_000_000, 2_000_000, 4_000_000], "precision": ["fp16", "fp32", "fp8"]},
+          labels={"n": "n = {value:,} elements", "precision": _precision})
+def q1(n, precision):
     from ..models import dot
+    from ..precision import bytes_per_element
 
     k = dot(n)
-    truth = k.flops_per_sample / k.bytes("fp16")
+    size = bytes_per_element(precision)
+    truth = k.flops_per_sample / k.bytes(precision)
+    # the bytes-per-element slip: every element counted as 1 byte, or (for a 1-byte type) as fp16's 2
+    slip = k.flops_per_sample / k.bytes("fp16" if size == 1 else "int8")
 
     def work():
         print(f"FLOPs     = 2 x {n:,}            = {k.flops_per_sample:.6g}")
-        print(f"bytes     = 2 B x (2 x {n:,} + 1) = {k.bytes('fp16'):.7g}")
-        print(f"intensity = {k.flops_per_sample:.6g} / {k.bytes('fp16'):.7g} = {truth:.4g} FLOP/byte")
-        ridges = {h.key: h.ridge_point_si("fp16") for h in Hardware.all() if "fp16" in h.precisions}
-        lowest = min(ridges, key=ridges.get)
-        print(f"\nLowest fp16 ridge point in the hardware zoo: {lowest}, {ridges[lowest]:.0f} FLOP/byte: "
-              f"{ridges[lowest] / truth:.0f} times the dot product's intensity.")
+        print(f"bytes     = {size:g} B x (2 x {n:,} + 1) = {k.bytes(precision):.7g}")
+        print(f"intensity = {k.flops_per_sample:.6g} / {k.bytes(precision):.7g} = {truth:.4g} FLOP/byte")
+        lowest, ridge = _lowest_ridge()
+        print(f"\nLowest fp16 ridge point in the hardware zoo: {lowest}, {ridge:.0f} FLOP/byte: "
+              f"{ridge / truth:.0f} times the dot product's intensity.")
 
     return Solution(
-        {"q1_intensity": Truth(truth, mistakes={"mac-as-1-flop": (k.flops_per_sample / 2) / k.bytes("fp16"),
-                                                "bytes-per-element": k.flops_per_sample / k.bytes("int8")},
-                               explanation="Count 2 FLOPs per multiply-accumulate and 2 bytes per fp16 "
-                                           "element; both vectors are read and the result is written.")},
-        hint="FLOPs: n multiply-accumulates; bytes: both vectors read and the result written, at 2 bytes "
-             "per fp16 element.",
+        {"q1_intensity": Truth(truth, mistakes={"mac-as-1-flop": (k.flops_per_sample / 2) / k.bytes(precision),
+                                                "bytes-per-element": slip},
+                               explanation=f"Count 2 FLOPs per multiply-accumulate and {size:g} bytes per "
+                                           f"{precision} element; both vectors are read and the result is "
+                                           "written.")},
+        hint=f"FLOPs: n multiply-accumulates; bytes: both vectors read and the result written, at {size:g} "
+             f"bytes per {precision} element.",
         work=work)
 
 
 # ---- Q2 -----------------------------------------------------------------------------------------
 @question("hello_q2", rule="by-hand", specs={"q2_ridge": Number("FLOP/byte", rel_tol=0.02)},
-          givens={"chip": CHIP})
+          givens={"chip": CHIP}, space={"chip": list(CHIPS)}, labels={"chip": chip_words},
+          assumes=lambda chip: ("Q1's verify prints this chip's ridge, Q2's answer" if chip == _lowest_ridge()[0]
+                                else None))
 def q2(chip):
     from .. import Hardware
 
@@ -81,16 +117,19 @@ def q2(chip):
 
 # ---- Q3 -----------------------------------------------------------------------------------------
 Q3_SIZES = (16, 64, 128, 256, 1024)
+Q3_K = 4096            # the weight matrix's inner dimension (a variant changes the chip and N)
 
 
 @question("hello_q3", rule="prediction",
           specs={"q3_prediction": Choice(*Q3_SIZES), "q3_reasoning": Reason()},
-          givens={"n": 4096, "k": 4096})
-def q3(n, k):
+          givens={"chip": CHIP, "n": 4096, "k": Q3_K},
+          space={"chip": ["A100", "H100", "B200", "L4"], "n": [4096, 8192]},
+          labels={"chip": chip_words, "n": "N = {value}, K = " + str(Q3_K)})
+def q3(chip, n, k):
     from .. import Hardware, solve
     from ..models import matmul
 
-    hw = Hardware.get(CHIP)
+    hw = Hardware.get(chip)
     runs = {m: solve(matmul(m, n, k), hw) for m in Q3_SIZES}
     truth = min(m for m in Q3_SIZES if runs[m].bottleneck == "compute-bound")
     ridge = hw.ridge_point_si("fp16")
@@ -107,7 +146,11 @@ def q3(n, k):
         if n == k:      # I(M) = n M / (2 M + n) for a square weight matrix
             m_star = n * ridge / (n - 2 * ridge)
             print(f"\n{n} M / (2 M + {n}) = {ridge:.1f}  ->  M* = {n} x {ridge:.1f} / ({n} - 2 x {ridge:.1f}) "
-                  f"= {m_star:.1f}")
+                  f"= {m_star:.1f} rows")
+        else:           # I(M) = M N K / (M K + K N + M N)
+            m_star = ridge * k * n / (n * k - ridge * (n + k))
+            print(f"\nM N K / (M K + K N + M N) = {ridge:.1f}  ->  M* = ridge K N / (N K - ridge (N + K)) "
+                  f"= {m_star:.1f} rows")
 
     return Solution(
         {"q3_prediction": Truth(truth, mistakes={"sparse-peak": first_above(2 * ridge),
@@ -121,8 +164,21 @@ def q3(n, k):
 
 
 # ---- Q4 -----------------------------------------------------------------------------------------
+def _weights_only_trap(chip, batch):
+    """Why Q4 would not be worth asking (None: it is): counting the weights alone must give the
+    other regime, the trap the question is about."""
+    p, _, hw = _resnet(chip, batch)
+    weights_only = p.flops_si / p.bytes_breakdown["weights"].m_as("B")
+    if (weights_only >= hw.ridge_point_si("fp16")) == (p.bottleneck == "compute-bound"):
+        return f"counting the weights alone gives the true regime on the {chip} at batch {batch}: no trap to ask about"
+    return None
+
+
 @question("hello_q4", rule="prediction", specs={"q4_prediction": Regime(), "q4_reasoning": Reason()},
-          givens={"chip": CHIP, "batch": 1})
+          givens={"chip": CHIP, "batch": 1},
+          space={"chip": list(CHIPS), "batch": [1, 2]},
+          labels={"chip": chip_words, "batch": "batch {value}"},
+          assumes=_weights_only_trap)
 def q4(chip, batch):
     p, model, hw = _resnet(chip, batch)
     ridge = hw.ridge_point_si("fp16")
@@ -153,7 +209,9 @@ def q4(chip, batch):
 # ---- Q5 -----------------------------------------------------------------------------------------
 @question("hello_q5", rule="by-hand",
           specs={"q5_intensity": Number("FLOP/byte", rel_tol=0.02), "q5_latency_us": Number("us", rel_tol=0.02)},
-          givens={"chip": CHIP, "batch": 1})
+          givens={"chip": CHIP, "batch": 1},
+          space={"chip": ["A100", "V100", "H100", "H200", "L4", "T4"], "batch": [1, 2]},
+          labels={"chip": chip_words, "batch": "batch {value}"})
 def q5(chip, batch):
     from .. import Q_
 
@@ -162,50 +220,61 @@ def q5(chip, batch):
 
     def work():
         act = _act_bytes(model)
-        print(f"bytes = 2 x params + act_bytes = {2 * model.parameters:.4g} + {act:.4g} = {p.bytes_si:.4g} B\n")
+        per_batch = "act_bytes" if batch == 1 else f"{batch} x act_bytes"
+        print(f"bytes = 2 x params + {per_batch} = {2 * model.parameters:.4g} + {batch * act:.4g} "
+              f"= {p.bytes_si:.4g} B\n")
         print(p)
 
     return Solution(
         {"q5_intensity": Truth(p.arithmetic_intensity,
                                mistakes={"weights-only": p.flops_si / weights,
                                          "mac-as-1-flop": p.arithmetic_intensity / 2},
-                               explanation="Bytes at batch 1 = 2 x params + act_bytes; intensity = F / bytes."),
+                               explanation="Bytes = 2 x params (once per batch) + act_bytes per image; "
+                                           "intensity = FLOPs / bytes."),
          "q5_latency_us": Truth(p.latency,
                                 mistakes={"other-roof": min(p.t_compute, p.t_memory),
                                           "weights-only": Q_(weights / hw.memory_bandwidth_si, "s"),
                                           "unit-prefix": [p.latency * 1e3, p.latency / 1e3]},
                                 explanation="Latency = the larger of F / peak and bytes / bandwidth, in "
                                             "microseconds.")},
-        hint="Bytes at batch 1 are the weights once plus one image's activations; the roofline latency is "
-             "the larger of F / peak and bytes / bandwidth, in microseconds.",
+        hint="Bytes are the weights once plus each image's activations; the roofline latency is the larger "
+             "of FLOPs / peak and bytes / bandwidth, in microseconds.",
         work=work)
 
 
 # ---- Q6 -----------------------------------------------------------------------------------------
 @question("hello_q6", rule="prediction",
-          specs={"q6_limit": Number("FLOP/byte", rel_tol=0.02), "q6_reasoning": Reason()})
-def q6():
+          specs={"q6_limit": Number("FLOP/byte", rel_tol=0.02), "q6_reasoning": Reason()},
+          givens={"precision": "fp16"},
+          space={"precision": ["fp16", "fp32", "int8"]},    # the element sizes a CNN engine runs (int8 too)
+          labels={"precision": _precision})
+def q6(precision):
     import numpy as np
 
     from .. import intensity_limit
 
-    batch1, model, hw = _resnet()
-    limit = intensity_limit(model, "fp16")
+    batch1, model, hw = _resnet(precision=precision)
+    limit = intensity_limit(model, precision)
+    # act_bytes above is fp16's: a limit that forgets to rescale it to this precision
+    slip = {} if precision == "fp16" else {"bytes-per-element": intensity_limit(model, "fp16")}
 
     def work():
         from .. import solve
 
+        from ..precision import bytes_per_element
+
         batches = 2 ** np.arange(0, 13)                          # 1, 2, 4, ..., 4096
-        sweep = solve(model, hw, batch_size=batches)
+        sweep = solve(model, hw, batch_size=batches, precision=precision)
+        print(f"ResNet-50 on the {hw.key}, {precision}:")
         for b, i, regime in zip(batches, sweep.arithmetic_intensity.m, sweep.bottleneck):
             print(f"batch {b:>5}: intensity {i:6.1f} FLOP/byte   {regime}")
-        f, act = model.flops_per_sample, _act_bytes(model)
+        f, act = model.flops_per_sample, _act_bytes(model) / 2 * bytes_per_element(precision)
         print(f"\nlimit as b grows: F / S_act = {f:.4g} / {act:.4g} = {f / act:.1f} FLOP/byte "
               f"(course_lib: intensity_limit = {limit.m:.1f})")
 
     return Solution(
         {"q6_limit": Truth(limit, mistakes={"weights-per-sample": batch1.arithmetic_intensity,  # weights read per image
-                                            "mac-as-1-flop": limit / 2},
+                                            "mac-as-1-flop": limit / 2, **slip},
                            explanation="Batching shares the weights, not the activations: every image "
                                        "still reads and writes its own feature maps, so b F / (W + b S_act) "
                                        "tends to F / S_act.")},
@@ -215,7 +284,9 @@ def q6():
 
 # ---- Q7 -----------------------------------------------------------------------------------------
 @question("hello_q7", rule="prediction", specs={"q7_prediction": Regime(), "q7_reasoning": Reason()},
-          givens={"chip": "H100", "batch": 1024})
+          givens={"chip": "H100", "batch": 1024},
+          space={"chip": ["H100", "H200", "B200", "MI300X"], "batch": [256, 1024, 4096]},   # chips faster than the A100
+          labels={"chip": chip_words, "batch": "batch {value}"})
 def q7(chip, batch):
     from .. import Hardware, crossover_batch, intensity_limit, solve
 
@@ -236,9 +307,9 @@ def q7(chip, batch):
     return Solution(
         {"q7_prediction": Truth(p.bottleneck, mistakes={
             "weights-only": "compute-bound" if weights_only >= hw.ridge_point_si("fp16") else "memory-bound"},
-            explanation="The limit F / S_act belongs to the model (Q6), the ridge to the chip: a batch "
-                        "can only clear a ridge that sits below the limit.")},
-        hint="Compare the model's intensity limit (Q6) with this chip's ridge point.",
+            explanation="The limit F / S_act belongs to the model and its precision (Q6; fp16 here), the "
+                        "ridge to the chip: a batch can only clear a ridge that sits below the limit.")},
+        hint="Compare the model's fp16 intensity limit (F / S_act, as in Q6) with this chip's ridge point.",
         work=work)
 
 
@@ -247,15 +318,17 @@ Q8_LAYERS = ("conv1", "layer1.0.conv2", "layer4.0.conv2", "fc")
 
 
 @question("hello_q8", rule="prediction",
-          specs={"q8_prediction": Choice(*Q8_LAYERS), "q8_reasoning": Reason()})
-def q8():
-    p, model, hw = _resnet()
+          specs={"q8_prediction": Choice(*Q8_LAYERS), "q8_reasoning": Reason()},
+          givens={"chip": CHIP}, space={"chip": list(CHIPS)}, labels={"chip": chip_words})
+def q8(chip):
+    p, model, hw = _resnet(chip)
     layers = p.layers
     rows = {r["name"]: r for r in layers}
     params = {layer.name: layer.params for layer in model.layers}
     compute_bound = [name for name in Q8_LAYERS if rows[name]["bottleneck"] == "compute-bound"]
     if len(compute_bound) != 1:
-        raise ValueError(f"hello_q8 assumes exactly one listed layer is compute-bound; course_lib finds {compute_bound}")
+        raise ValueError(f"hello_q8 assumes exactly one listed layer is compute-bound; on the {chip} course_lib "
+                         f"finds {compute_bound}")
 
     def work():
         for name in Q8_LAYERS:
@@ -267,7 +340,7 @@ def q8():
                   f"{row['bytes'] / 1e6:.3g} MB moved")
         print(f"\nsum of per-layer bounds {p.layerwise_latency.to('us').m:.1f} us >= whole-model bound "
               f"{p.latency.to('us').m:.1f} us")
-        big, _, _ = _resnet(batch=256)
+        big, _, _ = _resnet(chip, batch=256)
         print(f"compute-bound layers at batch 256: {len(big.layers.compute_bound())} of {len(layers)}")
 
     return Solution(

@@ -16,6 +16,20 @@ from .core import Solution, Truth, question
 #: the dot product's and the matmul's sizes in Q2 and Q3
 DOT_N, MM_N = 2**23, 1024
 
+# Variants. Lesson 5's truths come from this machine's measurement, which already differs per
+# student; a variant may change only a given that is not measured, and only where whether it is
+# admissible is settled without the measurement (every machine must draw the same variants):
+# * Q1 (bytes per element of a * x + y): the count does not depend on n, and the verify cell
+#   compares it with the expression as timed (fp64, one n): no variant changes the question.
+# * Q2: the matmul's size (pure counting).
+# * Q3 (regimes against this machine's ridge) and Q4 (which cache holds a size): whether a kernel
+#   size or a working set stays 10% clear of the ridge or of a cache boundary depends on the
+#   machine measured; Q3 also reads the kernels as timed. No variant.
+# * Q6: the GPU compared, among chips whose fp16 ridge is at least the A100's (the lesson's own
+#   claim: the A100 wins on any CPU by a wide margin; a higher ridge keeps that margin).
+#: the GPUs Q6 may compare (the V100's fp16 ridge is below the A100's: never drawn)
+Q6_CHIPS = ["A100", "H100", "H200", "B200", "MI300X", "L4", "T4", "V100"]
+
 
 def _machine():
     from ..measure import this_machine
@@ -61,11 +75,13 @@ def q1(n):
 # ---- Q2 -----------------------------------------------------------------------------------------
 @question("mach_q2", rule="by-hand",
           specs={"q2_dot_intensity": Number("FLOP/byte", rel_tol=0.02),
-                 "q2_matmul_intensity": Number("FLOP/byte", rel_tol=0.02)})
-def q2():
+                 "q2_matmul_intensity": Number("FLOP/byte", rel_tol=0.02)},
+          givens={"mm_n": MM_N}, space={"mm_n": [256, 512, 768, 1024, 1536, 2048]},
+          labels={"mm_n": "matmul of {value}x{value} matrices"})
+def q2(mm_n):
     from ..models import dot, matmul
 
-    kernels = {"q2_dot_intensity": dot(DOT_N), "q2_matmul_intensity": matmul(MM_N, MM_N, MM_N)}
+    kernels = {"q2_dot_intensity": dot(DOT_N), "q2_matmul_intensity": matmul(mm_n, mm_n, mm_n)}
 
     def work():
         for k in kernels.values():
@@ -82,9 +98,9 @@ def q2():
                                    explanation="fp64 is 8 bytes per element; a multiply-accumulate is 2 FLOPs."),
          "q2_matmul_intensity": Truth(
              mm_k.arithmetic_intensity("fp64"),
-             # MM_N^3 multiply-accumulates each reading both operands from memory: a dot product's intensity
-             mistakes={**mistakes(mm_k), "no-reuse": dot(MM_N**3).arithmetic_intensity("fp64")},
-             explanation=f"2 x {MM_N}^3 FLOPs over 3 matrices of {MM_N}^2 elements, 8 bytes each.")},
+             # mm_n^3 multiply-accumulates each reading both operands from memory: a dot product's intensity
+             mistakes={**mistakes(mm_k), "no-reuse": dot(mm_n**3).arithmetic_intensity("fp64")},
+             explanation=f"2 x {mm_n}^3 FLOPs over 3 matrices of {mm_n}^2 elements, 8 bytes each.")},
         hint="FLOPs: 2 per multiply-accumulate; bytes: each array read or written once, 8 bytes per fp64 element.",
         work=work)
 
@@ -172,13 +188,23 @@ def q4():
 
 
 # ---- Q6 -----------------------------------------------------------------------------------------
+def _ridge_below_the_a100s(chip):
+    from .. import Hardware
+
+    ridge, a100 = Hardware.get(chip).ridge_point_si("fp16"), Hardware.get("A100").ridge_point_si("fp16")
+    return None if ridge >= a100 else (f"the {chip}'s fp16 ridge ({ridge:.0f} FLOP/byte) is below the A100's "
+                                       f"({a100:.0f}): the margin over every CPU is not the lesson's")
+
+
 @question("mach_q6", rule="prediction",
-          specs={"q6_higher_ridge": Choice("A100", "this machine"), "q6_reasoning": Reason()})
-def q6():
+          specs={"q6_higher_ridge": Choice(*Q6_CHIPS, "this machine"), "q6_reasoning": Reason()},
+          givens={"chip": "A100"}, space={"chip": Q6_CHIPS}, labels={"chip": "the GPU {value}"},
+          assumes=_ridge_below_the_a100s, measured=True)
+def q6(chip):
     from .. import Hardware, solve
 
-    a100, mine = Hardware.get("A100"), _machine()
-    ridges = {"A100": a100.ridge_point_si("fp16"), "this machine": mine.ridge_point_si("fp32")}
+    gpu, mine = Hardware.get(chip), _machine()
+    ridges = {chip: gpu.ridge_point_si("fp16"), "this machine": mine.ridge_point_si("fp32")}
     inverted = {chip: 1 / ridge for chip, ridge in ridges.items()}       # bandwidth / peak
 
     def work():
@@ -187,18 +213,18 @@ def q6():
         from .. import plot_roofline
         from ..models import matmul
 
-        r_gpu, r_cpu = ridges["A100"], ridges["this machine"]
-        print(f"A100 fp16:          {a100.peak_flops_si('fp16') / 1e12:g} TFLOP/s / "
-              f"{a100.memory_bandwidth_si / 1e12:g} TB/s = {r_gpu:.0f} FLOP/byte")
+        r_gpu, r_cpu = ridges[chip], ridges["this machine"]
+        print(f"{chip + ' fp16:':19s} {gpu.peak_flops_si('fp16') / 1e12:g} TFLOP/s / "
+              f"{gpu.memory_bandwidth_si / 1e12:g} TB/s = {r_gpu:.0f} FLOP/byte")
         print(f"this machine fp32:  {mine.peak_flops_si('fp32') / 1e9:.4g} GFLOP/s / "
               f"{mine.memory_bandwidth_si / 1e9:.4g} GB/s = {r_cpu:.3g} FLOP/byte   (ratio {r_gpu / r_cpu:.0f}x)")
         k = matmul(256, 256, 256)
         print(f"\na 256^3 matmul: {k.arithmetic_intensity('fp32'):.3g} FLOP/byte in fp32 here -> "
               f"{solve(k, mine, precision='fp32').bottleneck}; {k.arithmetic_intensity('fp16'):.3g} FLOP/byte in "
-              f"fp16 on the A100 -> {solve(k, a100, precision='fp16').bottleneck}")
+              f"fp16 on the {chip} -> {solve(k, gpu, precision='fp16').bottleneck}")
         # each chip in the precision the question names, on one intensity axis: the ridges line up
         fig, (ax_gpu, ax_cpu) = plt.subplots(1, 2, figsize=(11, 4.2), sharex=True)
-        plot_roofline(a100, precision="fp16", ax=ax_gpu, title="A100 in fp16 (datasheet)")
+        plot_roofline(gpu, precision="fp16", ax=ax_gpu, title=f"{chip} in fp16 (datasheet)")
         plot_roofline([mine, Hardware.get("LaptopCPU")], precision="fp32", ax=ax_cpu,
                       title="this machine (measured) and a laptop CPU, fp32")
         ax_gpu.set_xlim(min(r_cpu, r_gpu) / 30, max(r_cpu, r_gpu) * 30)
@@ -210,8 +236,8 @@ def q6():
                                   mistakes={"inverted-ratio": max(inverted, key=inverted.get)},
                                   explanation="The ridge is peak / bandwidth: compare how much each machine's "
                                               "FLOPs outgrow its bandwidth.")},
-        hint="The ridge point is peak FLOP/s over bandwidth: compare how far each machine's peak outgrows its "
-             "bandwidth, the A100 in fp16 and this machine in fp32.",
+        hint=f"The ridge point is peak FLOP/s over bandwidth: compare how far each machine's peak outgrows its "
+             f"bandwidth, the {chip} in fp16 and this machine in fp32.",
         work=work)
 
 

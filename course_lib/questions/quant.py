@@ -14,11 +14,23 @@ CHIP, MODEL = "A100", "Llama3_8B"
 #: the long request of Parts 1 and 2 (Q1-Q3) and the short chat requests of Part 4 (Q5, Q6)
 LONG, SHORT = {"prompt_tokens": 4096, "output_tokens": 256}, {"prompt_tokens": 128, "output_tokens": 128}
 
+# Variants. Q1-Q3 are asked on one request (group "quant_request": one draw for the three): prompts
+# from 4096 tokens up, as at shorter prompts decode's W8A8 speedup (Q3's "other-phase") and the
+# bytes-per-element ratio (Q2) come within 1.5 x the tolerance of the truth; the context stays
+# within Llama-3-8B's 8192 tokens. Q4 varies the chip and the context; Q5 and Q6 the batch, each
+# on its side of the fp16 crossover batch (the premise each question states).
+REQUEST_SPACE = {"prompt": [4096, 5120, 6144, 7168], "output": [128, 256, 512]}
+REQUEST_LABELS = {"prompt": "prompt P = {value} tokens", "output": "T = {value} output tokens"}
 
-def _setting():
+
+def _setting(chip=CHIP):
     from .. import Hardware, Models
 
-    return Models.get(MODEL), Hardware.get(CHIP)
+    return Models.get(MODEL), Hardware.get(chip)
+
+
+def _request(prompt, output):
+    return {"prompt_tokens": prompt, "output_tokens": output}
 
 
 def _serve(request, batch=1, **formats):
@@ -26,6 +38,11 @@ def _serve(request, batch=1, **formats):
 
     llama, a100 = _setting()
     return serve(llama, a100, batch_size=batch, **request, **{"precision": "fp16", **formats})
+
+
+def _fp16_regime(batch):
+    """The regime of the mean fp16 decode step of `batch` short requests (Q5's and Q6's premise)."""
+    return _serve(SHORT, batch).decode.bottleneck
 
 
 def _mean_step_note(runs: dict, request: dict, batch: int) -> None:
@@ -46,10 +63,12 @@ def _mean_step_note(runs: dict, request: dict, batch: int) -> None:
 
 
 # ---- Q1 -----------------------------------------------------------------------------------------
-@question("quant_q1", rule="prediction", specs={"q1_prediction": Regime(), "q1_reasoning": Reason()})
-def q1():
+@question("quant_q1", rule="prediction", specs={"q1_prediction": Regime(), "q1_reasoning": Reason()},
+          givens={"prompt": LONG["prompt_tokens"], "output": LONG["output_tokens"]},
+          space=REQUEST_SPACE, labels=REQUEST_LABELS, group="quant_request")
+def q1(prompt, output):
     llama, a100 = _setting()
-    s4 = _serve(LONG, weight_precision="int4")
+    s4 = _serve(_request(prompt, output), weight_precision="int4")
     d = s4.decode
 
     def work():
@@ -70,12 +89,14 @@ def q1():
 
 # ---- Q2 -----------------------------------------------------------------------------------------
 @question("quant_q2", rule="by-hand",
-          specs={"q2_int8_speedup": Ratio(rel_tol=0.02), "q2_int4_speedup": Ratio(rel_tol=0.02)})
-def q2():
+          specs={"q2_int8_speedup": Ratio(rel_tol=0.02), "q2_int4_speedup": Ratio(rel_tol=0.02)},
+          givens={"prompt": LONG["prompt_tokens"], "output": LONG["output_tokens"]},
+          space=REQUEST_SPACE, labels=REQUEST_LABELS, group="quant_request")
+def q2(prompt, output):
     from .. import bytes_per_element, solve
 
     llama, a100 = _setting()
-    runs = {wp: _serve(LONG, weight_precision=wp) for wp in ("fp16", "int8", "int4")}
+    runs = {wp: _serve(_request(prompt, output), weight_precision=wp) for wp in ("fp16", "int8", "int4")}
 
     def speedup(wp):
         return runs["fp16"].decode.latency_si / runs[wp].decode.latency_si
@@ -88,7 +109,7 @@ def q2():
                   f"{d.latency_si * 1e3:.3f} ms{gain}")
         print(f"ratio of bytes per weight: int8 {bytes_per_element('fp16') / bytes_per_element('int8'):g}x, "
               f"int4 {bytes_per_element('fp16') / bytes_per_element('int4'):g}x")
-        context = LONG["prompt_tokens"] + LONG["output_tokens"] // 2          # the mean step's context
+        context = prompt + output // 2                                        # the mean step's context
         print(f"\nWhat each kind of layer moves in the mean decode step (context {context}), GB:")
         print(f"{'layer kind':12s}" + "".join(f"{wp + ' weights':>15s}" for wp in runs))
         tables = {wp: solve(llama, a100, context_tokens=context, weight_precision=wp).layers for wp in runs}
@@ -116,12 +137,15 @@ Q3_CASES = {"fp16": {}, "int8 weights only": {"weight_precision": "int8"}, "W8A8
 # q3_w8a8_speedup within 2%: decode's W8A8 speedup (other-phase) sits a few percent above the truth
 @question("quant_q3", rule="prediction",
           specs={"q3_weight_only_speedup": Ratio(rel_tol=0.05), "q3_w8a8_speedup": Ratio(rel_tol=0.02),
-                 "q3_reasoning": Reason()})
-def q3():
+                 "q3_reasoning": Reason()},
+          givens={"prompt": LONG["prompt_tokens"], "output": LONG["output_tokens"]},
+          space=REQUEST_SPACE, labels=REQUEST_LABELS, group="quant_request")
+def q3(prompt, output):
     llama, a100 = _setting()
-    runs = {name: _serve(LONG, **kw) for name, kw in Q3_CASES.items()}
+    request = _request(prompt, output)
+    runs = {name: _serve(request, **kw) for name, kw in Q3_CASES.items()}
     base, w8, w8a8 = runs["fp16"], runs["int8 weights only"], runs["W8A8"]
-    all_int8 = _serve(LONG, precision="int8", attention_precision="int8")
+    all_int8 = _serve(request, precision="int8", attention_precision="int8")
 
     def work():
         for name, s in runs.items():
@@ -130,6 +154,7 @@ def q3():
                   f"peak, attention at the {s.precisions.attention} peak), t_memory = {pre.bytes_si:.4g} / "
                   f"{a100.memory_bandwidth_si:.4g} = {pre.t_memory_si * 1e3:.1f} ms -> TTFT "
                   f"{pre.latency_si * 1e3:.1f} ms ({pre.bottleneck})")
+        print(f"W8A8 here: {w8a8.precisions.label()}")
         for name in ("int8 weights only", "W8A8"):
             print(f"TTFT(fp16) / TTFT({name}) = {base.prefill.latency_si * 1e3:.1f} / "
                   f"{runs[name].prefill.latency_si * 1e3:.1f} = {base.ttft.m / runs[name].ttft.m:.3f}")
@@ -151,26 +176,29 @@ def q3():
 
 # ---- Q4 -----------------------------------------------------------------------------------------
 @question("quant_q4", rule="by-hand", specs={"q4_max_batch": WholeNumber(rel_tol=0.01)},
-          givens={"context": 8192})
-def q4(context):
+          givens={"context": 8192, "chip": CHIP},
+          space={"chip": ["A100", "H100", "H200"], "context": [2048, 4096, 6144, 8192]},
+          labels={"chip": "chip {value}", "context": "ctx = {value} tokens per sequence"})
+def q4(context, chip):
     from .. import Hardware, max_batch_size
     from ..sensitivity import perturb
 
-    llama, a100 = _setting()
+    llama, gpu = _setting(chip)
 
     def fits(**kw):
-        return max_batch_size(llama, a100, context_tokens=context, precision="fp16", **kw)
+        return max_batch_size(llama, gpu, context_tokens=context, precision="fp16", **kw)
 
     with perturb(capacity="decimal"):                  # "80 GB" read as 80e9 bytes
-        decimal = max_batch_size(llama, Hardware.get(CHIP), context_tokens=context, precision="fp16",
+        decimal = max_batch_size(llama, Hardware.get(chip), context_tokens=context, precision="fp16",
                                  kv_precision="int8")
-    cap = a100.memory_capacity_si
+    cap = gpu.memory_capacity_si
 
     def work():
+        print(f"{gpu.name}: capacity {cap:,.0f} bytes")
         for wp, kvp in (("fp16", "fp16"), ("fp16", "int8"), ("int8", "int8")):
             room = cap - llama.weight_bytes(wp)
             per_seq = context * llama.kv_bytes_per_token(kvp)
-            n = max_batch_size(llama, a100, context_tokens=context, weight_precision=wp, kv_precision=kvp)
+            n = max_batch_size(llama, gpu, context_tokens=context, weight_precision=wp, kv_precision=kvp)
             print(f"weights {wp}, KV {kvp}: ({cap:.4g} - {llama.weight_bytes(wp):.4g}) / ({context} x "
                   f"{llama.kv_bytes_per_token(kvp)}) = {room / per_seq:.2f} -> {n} sequences")
         n_fp8 = max_batch_size(llama, Hardware.get("H100"), context_tokens=context, kv_precision="fp8")
@@ -190,7 +218,10 @@ def q4(context):
 
 # ---- Q5 -----------------------------------------------------------------------------------------
 @question("quant_q5", rule="prediction", specs={"q5_prediction": Regime(), "q5_reasoning": Reason()},
-          givens={"batch": 192})
+          givens={"batch": 192}, space={"batch": [128, 160, 176, 192, 208, 224]},
+          labels={"batch": "batch {value} short requests"},
+          assumes=lambda batch: (None if _fp16_regime(batch) == "memory-bound" else
+                                 f"the fp16 step at batch {batch} is not memory-bound: nothing for int8 weights to change"))
 def q5(batch):
     from .. import bytes_per_element, crossover_batch
 
@@ -224,7 +255,10 @@ Q6_CASES = {"fp16": {}, "int4 weights": {"weight_precision": "int4"}, "W8A8": {"
 
 
 @question("quant_q6", rule="prediction", specs={"q6_prediction": Ratio(rel_tol=0.05), "q6_reasoning": Reason()},
-          givens={"batch": 512})
+          givens={"batch": 512}, space={"batch": [320, 384, 512, 640, 768, 1024]},
+          labels={"batch": "batch {value} short requests"},
+          assumes=lambda batch: (None if _fp16_regime(batch) == "compute-bound" else
+                                 f"the fp16 step at batch {batch} is not compute-bound, the question's premise"))
 def q6(batch):
     from .. import bytes_per_element
 
@@ -237,6 +271,7 @@ def q6(batch):
         for name, (_, dd) in runs.items():
             print(f"{name:13s}: t_compute {dd.t_compute_si * 1e3:6.2f} ms, t_memory {dd.t_memory_si * 1e3:6.2f} ms"
                   f" -> TPOT {dd.latency_si * 1e3:6.2f} ms ({dd.bottleneck})")
+        print(f"W8A8 here: {_serve(SHORT, batch, **Q6_CASES['W8A8']).precisions.label()}")
         print(f"TPOT(fp16) / TPOT(int4 weights) = {fp16.latency_si * 1e3:.2f} / {int4.latency_si * 1e3:.2f} = "
               f"{truth:.3f}")
         _mean_step_note(runs, SHORT, batch)

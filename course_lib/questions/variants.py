@@ -22,6 +22,10 @@ Where the kernel finds the key (:func:`identity`), first hit wins:
 Only **admissible** variants are drawn (:func:`problems`): every listed mistake stays at least
 ``MARGIN`` tolerances from the truth, every regime, choice and ratio keeps its answer under
 ``course_lib.sensitivity.STANDARD``, and the question's own assumptions hold (``assumes=``).
+Questions declared with one ``group`` (several questions on one request) are drawn together,
+``HMAC-SHA256(key, group)``, among the variants admissible for every one of them. A question
+whose truth needs this machine's measurement (``measured=True``, lesson 5) is admitted by its
+``assumes`` alone, so the variants drawn never depend on the machine drawing them.
 
 >>> from course_lib.questions import get
 >>> draw("", "phases_q3") == get("phases_q3").givens        # no key: the canonical numbers
@@ -47,7 +51,7 @@ __all__ = ["KEY_ENV", "STUDENT_ENV", "STUDENT_FILE", "MARGIN", "student_key", "d
 KEY_ENV = "ROOFLINE_VARIANT_KEY"
 STUDENT_ENV = "ROOFLINE_STUDENT"
 STUDENT_FILE = ".roofline-student.json"
-#: a listed mistake must sit at least this many tolerances from the truth (tests/test_questions.py)
+#: a listed mistake must sit at least this many tolerances from the truth (the suite's test_questions.py)
 MARGIN = 1.5
 KEY_RE = re.compile(r"[0-9a-f]{32}")
 
@@ -82,6 +86,8 @@ def problems(qid: str, givens: dict) -> list[str]:
         why = q.assumes(**givens)
         if why:
             out.append(f"assumption: {why}")
+    if q.measured:          # solving would measure this machine: what another one admits could differ
+        return out
     try:
         sol = q.solution(**givens)
     except (ValueError, KeyError) as e:
@@ -101,8 +107,12 @@ def problems(qid: str, givens: dict) -> list[str]:
                     out.append(f"{name}: the mistake {label!r} ({wrong:.4g}) is {off:.1%} from the truth "
                                f"({truth:.4g}), inside {MARGIN} x {spec.rel_tol:.0%}")
     for change in STANDARD:
-        with perturb(**change):
-            moved = q.solution(**givens)
+        try:
+            with perturb(**change):
+                moved = q.solution(**givens)
+        except (ValueError, KeyError) as e:        # e.g. a question's own premise breaks under the change
+            out.append(f"cannot be solved under {change}: {e}")
+            continue
         for name in q.answer_names:
             spec = q.specs[name]
             now, was = spec.read_truth(moved.truths[name].value), spec.read_truth(sol.truths[name].value)
@@ -113,6 +123,20 @@ def problems(qid: str, givens: dict) -> list[str]:
     return out
 
 
+def _members(q) -> list:
+    """The questions drawn together with `q`: its group (declared with the same space), or itself."""
+    from .core import REGISTRY, _number
+
+    if not q.group:
+        return [q]
+    members = sorted((o for o in REGISTRY.values() if o.group == q.group), key=lambda o: _number(o.id))
+    for o in members:
+        if o.space != q.space:
+            raise ValueError(f"{o.id} and {q.id} are drawn together (group {q.group!r}) but declare different "
+                             f"spaces: {o.space} and {q.space}")
+    return members
+
+
 @lru_cache(maxsize=None)
 def _admissible(qid: str) -> tuple:
     from .core import get
@@ -120,7 +144,9 @@ def _admissible(qid: str) -> tuple:
     q = get(qid)
     if not q.space:
         return (json.dumps(q.givens, sort_keys=True),)
-    return tuple(json.dumps(g, sort_keys=True) for g in _space_points(q) if not problems(qid, g))
+    members = _members(q)
+    return tuple(json.dumps(g, sort_keys=True) for g in _space_points(q)
+                 if not any(problems(m.id, {**m.givens, **{n: g[n] for n in q.space}}) for m in members))
 
 
 def admissible(qid: str) -> list[dict]:
@@ -140,8 +166,8 @@ def draw(key: str | None, qid: str) -> dict:
         raise ValueError(f"a variant key is 32 hex digits (from your instructor), got {key!r}")
     options = admissible(qid)
     if not options:
-        raise RuntimeError(f"{qid}: no admissible variant in its space (tests/test_variants.py says why)")
-    h = hmac.new(key.encode(), qid.encode(), hashlib.sha256).digest()
+        raise RuntimeError(f"{qid}: no admissible variant in its space (variants.problems(qid, givens) says why)")
+    h = hmac.new(key.encode(), (q.group or qid).encode(), hashlib.sha256).digest()
     return options[int.from_bytes(h[:8], "big") % len(options)]
 
 
@@ -215,7 +241,13 @@ def describe(qid: str, givens: dict) -> str:
 
     q = get(qid)
     names = list(q.space) or list(givens)
-    return ", ".join(q.labels.get(n, "{name} {value}").format(name=n, value=givens[n]) for n in names)
+    return ", ".join(_label(q.labels.get(n, "{name} {value}"), n, givens[n]) for n in names)
+
+
+def _label(label, name: str, value) -> str:
+    """A given in words: `label` is a format string ("{value}-token prompt") or a function of the
+    value (a chip's key -> its name and datasheet figures)."""
+    return label(value) if callable(label) else label.format(name=name, value=value)
 
 
 def givens(qid: str) -> None:
@@ -225,7 +257,7 @@ def givens(qid: str) -> None:
     q = get(qid)
     student, key, _ = identity()
     g = draw(key, qid)
-    label = qid.split("_", 1)[1].upper()
+    label = "/".join(m.id.split("_", 1)[1].upper() for m in _members(q))     # "Q1/Q2/Q3" for a group
     if key and q.space:
         print(f"Your numbers for {label} ({student or 'your key'}): {describe(qid, g)}.")
     else:

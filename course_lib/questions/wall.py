@@ -9,50 +9,65 @@ from __future__ import annotations
 
 from ..answer_forms import Choice, Number, Ratio, Reason
 from .core import Solution, Truth, question
+from .hello import chip_words
 
 MODEL, OLD, NEW = "Llama3_8B", "A100", "H100"
 
 
-def _chips():
+def _chips(old=OLD, new=NEW):
     from .. import Hardware
 
-    return Hardware.get(OLD), Hardware.get(NEW)
+    return Hardware.get(old), Hardware.get(new)
 
 
-def _model():
+def _model(model=MODEL):
     from .. import Models
 
-    return Models.get(MODEL)
+    return Models.get(model)
+
+
+def _weights_do_not_fit(model, chip):
+    """Why `model`'s fp16 weights cannot be served from one `chip` (None: they fit)."""
+    from .. import Hardware
+
+    m, hw = _model(model), Hardware.get(chip)
+    if m.weight_bytes("fp16") >= hw.memory_capacity_si:
+        return f"{model}'s fp16 weights do not fit on one {chip}"
+    return None
 
 
 # ---- Q1 -----------------------------------------------------------------------------------------
 @question("wall_q1", rule="prediction",
-          specs={"q1_speedup": Ratio(rel_tol=0.03), "q1_reasoning": Reason()})
-def q1():
+          specs={"q1_speedup": Ratio(rel_tol=0.03), "q1_reasoning": Reason()},
+          givens={"old": OLD, "new": NEW},
+          space={"old": ["A100", "V100", "A100_40GB"], "new": ["H100", "H200", "B200", "MI300X"]},
+          labels={"old": lambda k: "from " + chip_words(k), "new": lambda k: "to " + chip_words(k)},
+          assumes=lambda old, new: _weights_do_not_fit(MODEL, old) or _weights_do_not_fit(MODEL, new))
+def q1(old, new):
     from .. import solve, speedup
 
-    m, (a100, h100) = _model(), _chips()
-    truth = speedup(m, a100, h100, batch_size=1)
-    flop_ratio = h100.peak_flops_si("fp16") / a100.peak_flops_si("fp16")
-    bw_ratio = h100.memory_bandwidth_si / a100.memory_bandwidth_si
+    m, (older, newer) = _model(), _chips(old, new)      # the older and the newer chip
+    truth = speedup(m, older, newer, batch_size=1)
+    flop_ratio = newer.peak_flops_si("fp16") / older.peak_flops_si("fp16")
+    bw_ratio = newer.memory_bandwidth_si / older.memory_bandwidth_si
 
     def work():
         # no bytes, times or ridge points here: Q2 and Q3 ask for them
-        steps = {hw.key: solve(m, hw, batch_size=1, precision="fp16") for hw in (a100, h100)}
-        for hw in (a100, h100):
+        steps = {hw.key: solve(m, hw, batch_size=1, precision="fp16") for hw in (older, newer)}
+        for hw in (older, newer):
             p = steps[hw.key]
             print(f"{hw.key}: one decode step at batch 1, intensity {p.arithmetic_intensity.m:.3f} FLOP/byte "
                   f"-> {p.bottleneck}")
-        print(f"\nFLOP ratio      {h100.peak_flops('fp16').m:.4g} / {a100.peak_flops('fp16').m:.4g} TFLOP/s "
+        print(f"\nFLOP ratio      {newer.peak_flops('fp16').m:.4g} / {older.peak_flops('fp16').m:.4g} TFLOP/s "
               f"= {flop_ratio:.3f}")
-        print(f"bandwidth ratio {h100.memory_bandwidth:.4g~P} / {a100.memory_bandwidth:.4g~P} = {bw_ratio:.3f}")
-        print(f"speedup         latency on {a100.key} / latency on {h100.key} = {truth:.3f}")
+        print(f"bandwidth ratio {newer.memory_bandwidth:.4g~P} / {older.memory_bandwidth:.4g~P} = {bw_ratio:.3f}")
+        print(f"speedup         latency on {older.key} / latency on {newer.key} = {truth:.3f}")
 
     return Solution(
         {"q1_speedup": Truth(truth, mistakes={"peak-ratio": flop_ratio, "inverted-ratio": 1 / truth},
                              explanation="Batch-1 decode is memory-bound on both chips (the intensity printed "
                                          "above is far below either chip's ridge, which Q3 computes), so the "
-                                         "H100's extra FLOP/s sit idle and the time follows the bandwidth.")},
+                                         "newer chip's extra FLOP/s sit idle and the time follows the bandwidth.")},
         hint="Decide the regime of a batch-1 decode step first; the roofline term that sets its time says "
              "which datasheet column to compare.",
         work=work)
@@ -60,16 +75,22 @@ def q1():
 
 # ---- Q2 -----------------------------------------------------------------------------------------
 @question("wall_q2", rule="by-hand",
-          specs={"q2_bytes_gb": Number("GB", rel_tol=0.02), "q2_ms": Number("ms", rel_tol=0.02)})
-def q2():
-    from .. import Q_, solve
+          specs={"q2_bytes_gb": Number("GB", rel_tol=0.02), "q2_ms": Number("ms", rel_tol=0.02)},
+          givens={"chip": OLD},
+          # the model stays Llama-3-8B: in Llama-2 (and Mistral) the embedding table is under 2% of the
+          # weights, so streaming it would be no mistake; Llama-3-70B fits on no chip where it is over 3%
+          space={"chip": ["A100", "V100", "H100", "H200", "B200", "MI300X", "L4", "A100_40GB"]},
+          labels={"chip": lambda k: "on " + chip_words(k)},
+          assumes=lambda chip: _weights_do_not_fit(MODEL, chip))
+def q2(chip):
+    from .. import Hardware, Q_, solve
 
-    m, (a100, _) = _model(), _chips()
+    m, hw = _model(), Hardware.get(chip)
     c = m.config
-    p = solve(m, a100, batch_size=1, precision="fp16")
+    p = solve(m, hw, batch_size=1, precision="fp16")
     every_weight = m.weight_bytes("fp16")                     # parameters x 2 B, embedding table included
     embedding = c.vocab * c.d_model * 2                         # gathered, not streamed
-    bw = a100.memory_bandwidth_si
+    bw = hw.memory_bandwidth_si
 
     def work():
         print(f"parameters x 2 B             = {every_weight / 1e9:.3f} GB -> {every_weight / bw * 1e3:.3f} ms per token")
@@ -102,6 +123,9 @@ def _estimate(m, hw):
     return hw.ridge_point_si("fp16") / solve(m, hw, batch_size=1, precision="fp16").arithmetic_intensity.m
 
 
+# No space: the answer variables are named for the two chips (q3_crossover_a100, _h100), and the
+# estimate ridge / I(1) depends on nothing else the lesson sets (I(1) is about 1 FLOP/byte for any
+# fp16 decoder), so another model or batch would ask the same numbers.
 @question("wall_q3", rule="by-hand",
           specs={"q3_crossover_a100": Number(rel_tol=0.03), "q3_crossover_h100": Number(rel_tol=0.03)})
 def q3():
@@ -142,6 +166,8 @@ def _shared_and_own(m, hw):
     return one.bytes_si - S, S, one.flops_si
 
 
+# No space: conceptual. The answer ("above": each sequence's own bytes make the intensity lag
+# b F / W) holds for every model and chip, so a variant would change no answer, only Q3's numbers.
 @question("wall_q4", rule="prediction",
           specs={"q4_prediction": Choice("above", "below"), "q4_reasoning": Reason()})
 def q4():
@@ -184,13 +210,32 @@ def q4():
 GENERATIONS = ("V100", "A100", "H100", "H200", "B200")
 
 
+def _not_a_clear_generation_step(old, new):
+    """Why Q5 may not ask about `old` -> `new` (None: it may): the new chip must be newer, and its
+    ridge at least 10% away from the old one's, so the answer is no coin toss."""
+    from .. import Hardware
+
+    a, b = Hardware.get(old), Hardware.get(new)
+    if b.year <= a.year:
+        return f"the {new} ({b.year}) is not newer than the {old} ({a.year})"
+    change = b.ridge_point_si("fp16") / a.ridge_point_si("fp16") - 1
+    if abs(change) < 0.10:
+        return f"the ridge moves only {change:+.0%} from the {old} to the {new}"
+    return None
+
+
 @question("wall_q5", rule="prediction",
-          specs={"q5_prediction": Choice("higher", "lower"), "q5_reasoning": Reason()})
-def q5():
+          specs={"q5_prediction": Choice("higher", "lower"), "q5_reasoning": Reason()},
+          givens={"old": "H100", "new": "H200"},
+          # older chips with low and with high ridges, so that "higher" and "lower" are about as common
+          space={"old": ["V100", "A100", "H100", "H100_PCIe", "L4"], "new": ["H100", "H200", "B200", "MI300X"]},
+          labels={"old": lambda k: "from " + chip_words(k), "new": lambda k: "to " + chip_words(k)},
+          assumes=_not_a_clear_generation_step)
+def q5(old, new):
     from .. import Hardware, crossover_batch
 
     m = _model()
-    ridge = {key: Hardware.get(key).ridge_point_si("fp16") for key in ("A100", "H100", "H200")}
+    ridge = {key: Hardware.get(key).ridge_point_si("fp16") for key in (old, new)}
 
     def direction(new, old):
         return "higher" if new > old else "lower"
@@ -213,35 +258,45 @@ def q5():
                   f"({'rises' if r > 1 else 'falls'})")
         f, w, r = growth(chips[0], chips[-1])
         print(f"{chips[0].key} -> {chips[-1].key} overall: compute x{f:.1f}, bandwidth x{w:.1f}, ridge x{r:.2f}")
+        f, w, r = growth(Hardware.get(old), Hardware.get(new))
+        print(f"\nyour pair, {old} -> {new}: compute x{f:.2f}, bandwidth x{w:.2f}, ridge x{r:.2f} "
+              f"({'rises' if r > 1 else 'falls'})")
 
     return Solution(
-        {"q5_prediction": Truth(direction(ridge["H200"], ridge["H100"]),
-                                mistakes={"ridge-always-rises": direction(ridge["H100"], ridge["A100"]),  # last generation's trend
-                                          "inverted-ratio": direction(1 / ridge["H200"], 1 / ridge["H100"])},
-                                explanation="The ridge is peak / bandwidth: see which of the two the H200 changed "
-                                            "(the table's growth lines).")},
-        hint="The ridge is peak / bandwidth: see which of the two the H200 changed.",
+        {"q5_prediction": Truth(direction(ridge[new], ridge[old]),
+                                mistakes={"ridge-always-rises": "higher",        # the long-run trend, taken as a rule
+                                          "inverted-ratio": direction(1 / ridge[new], 1 / ridge[old])},
+                                explanation=f"The ridge is peak / bandwidth: see how much the {new} changed each "
+                                            "of the two (the growth lines).")},
+        hint=f"The ridge is peak / bandwidth: see how much the {new} changed each of the two against the {old}.",
         work=work)
 
 
 # ---- Q6 -----------------------------------------------------------------------------------------
-def gpt_fast_row():
-    """The gpt-fast measurement of lesson 2: Llama-2-7B, bf16, batch 1 on one A100."""
+def gpt_fast_row(model="Llama2_7B", precision="bf16"):
+    """A gpt-fast measurement of lesson 2: batch 1 on one A100 (Llama-2-7B, bf16 in the lesson's own)."""
     from ..measurements import find
 
-    return find(kind="llm_decode", model="Llama2_7B", hardware="A100", precision="bf16", tp=1)[0]
+    rows = find(kind="llm_decode", model=model, hardware="A100", precision=precision, tp=1)
+    if not rows:
+        raise ValueError(f"gpt-fast published no single-A100 row for {model} at {precision}")
+    return rows[0]
 
 
 #: the empirical peak bandwidth the gpt-fast README quotes for its A100 (bytes/s)
 GPT_FAST_EMPIRICAL_BANDWIDTH = 1700e9
 
 
-@question("wall_q6", rule="by-hand", specs={"q6_fraction": Ratio(rel_tol=0.03, low=0, high=1)})
-def q6():
+@question("wall_q6", rule="by-hand", specs={"q6_fraction": Ratio(rel_tol=0.03, low=0, high=1)},
+          givens={"model": "Llama2_7B", "precision": "bf16"},
+          # the single-A100 rows gpt-fast published (int8 and int4: weight-only quantization)
+          space={"model": ["Llama2_7B", "Llama2_70B"], "precision": ["bf16", "int8", "int4"]},
+          labels={"model": lambda k: _model(k).name, "precision": "weights in {value}"})
+def q6(model, precision):
     from ..hardware_specs import SPECS
     from ..measurements import decode_bound
 
-    row = gpt_fast_row()
+    row = gpt_fast_row(model, precision)
     bound = decode_bound(row)                          # the one gpt-fast bound of the course
     step_bytes = bound.decode.bytes_si                 # the mean decode step of that request
     datasheet = SPECS[row.hardware]["memory_bandwidth"]   # the datasheet's figure, as the question asks
@@ -270,15 +325,16 @@ def q6():
 
 
 # ---- Q7 -----------------------------------------------------------------------------------------
-WORKLOADS = {"q7_chatbot": 1, "q7_offline": 512}
-
-
 @question("wall_q7", rule="prediction",
-          specs={"q7_chatbot": Choice(OLD, NEW), "q7_offline": Choice(OLD, NEW), "q7_reasoning": Reason()})
-def q7():
+          specs={"q7_chatbot": Choice(OLD, NEW), "q7_offline": Choice(OLD, NEW), "q7_reasoning": Reason()},
+          givens={"chatbot": 1, "offline": 512},
+          space={"chatbot": [1, 2, 4, 8], "offline": [512, 1024, 2048]},
+          labels={"chatbot": "chatbot at batch {value}", "offline": "offline at batch {value}"})
+def q7(chatbot, offline):
     from .. import Hardware, solve
 
     m, chips = _model(), _chips()
+    workloads = {"q7_chatbot": chatbot, "q7_offline": offline}
 
     def per_watt(hw, batch):
         return solve(m, hw, batch_size=batch, precision="fp16").throughput.m / hw.tdp_si
@@ -287,7 +343,7 @@ def q7():
         return max(chips, key=lambda hw: figure(hw) / hw.tdp_si).key
 
     def work():
-        for name, batch in WORKLOADS.items():
+        for name, batch in workloads.items():
             for hw in chips:
                 p = solve(m, hw, batch_size=batch, precision="fp16")
                 print(f"{name[3:]:8s} batch {batch:3d} {hw.key}: {p.throughput.m:8.0f} tokens/s / {hw.tdp_si:.0f} W "
@@ -304,7 +360,7 @@ def q7():
                      mistakes={"peak-ratio": best(lambda hw: hw.peak_flops_si("fp16")),
                                "bandwidth-ratio": best(lambda hw: hw.memory_bandwidth_si)},
                      explanation=explain)
-         for name, batch in WORKLOADS.items()},
+         for name, batch in workloads.items()},
         hint="Find the workload's regime on both chips first; then compare the datasheet column that sets its "
              "tokens/s, per watt of TDP.",
         work=work)

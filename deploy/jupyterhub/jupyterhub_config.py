@@ -168,6 +168,28 @@ def open_the_course(spawner):
 
 c.Spawner.pre_spawn_hook = open_the_course
 
+# ---- the prediction ledger ----------------------------------------------------------------------------
+# A copy of every student's prediction record the student cannot write (autograder.ledger_service):
+# a service the hub starts as its own Unix user (setup.sh --ledger-user), on 127.0.0.1, appending to
+# files only that user writes (the instructors' group reads them). Each student's kernel posts its
+# commits and reveals there with the student's own hub token (course_lib.ledger: it finds the URL in
+# COURSE_LEDGER_URL); `python -m autograder grade --ledger DIR` checks the records against it.
+LEDGER = site.get("ledger") or {}
+if LEDGER:
+    LEDGER_SERVICE = "prediction-ledger"
+    c.JupyterHub.services.append({
+        "name": LEDGER_SERVICE, "url": LEDGER["url"], "user": LEDGER["user"], "cwd": LEDGER["dir"],
+        "display": False,
+        "command": [os.path.join(ENV, "bin", "python"), "-m", "autograder.ledger_service", "--store", LEDGER["dir"],
+                    "--instructors-group", site["instructors_group"]],
+    })
+    # users (and the token their server and kernels hold) may call the ledger; by default a user's
+    # token reaches no service
+    ACCESS = f"access:services!service={LEDGER_SERVICE}"
+    c.JupyterHub.load_roles.append({"name": "user", "scopes": ["self", ACCESS]})
+    c.Spawner.server_token_scopes = ["users:activity!user", "access:servers!server", ACCESS]
+    c.Spawner.environment = {**c.Spawner.environment, "COURSE_LEDGER_URL": LEDGER["url"]}
+
 # ---- local changes --------------------------------------------------------------------------------
 _local = os.path.join(HERE, "jupyterhub_config.local.py")
 if os.path.exists(_local):

@@ -18,6 +18,8 @@
 #      per-student limits (memory, processes, CPU) for the single-user servers
 #   8. the shared environment on every user's PATH in login shells (JupyterLab's terminals):
 #      /etc/profile.d/roofline-course.sh
+#   9. the prediction ledger: a system user that alone writes LEDGER_DIR (the instructors' group
+#      reads it); the hub runs the ledger service as that user (jupyterhub_config.py)
 # See deploy/jupyterhub/README.md.
 set -euo pipefail
 umask 022
@@ -41,6 +43,10 @@ TASKS_LIMIT=512                         # processes + threads per student
 CPU_LIMIT=2                             # cores per student server (systemd); local spawner: nice
 NICE=10
 PROFILE_D=/etc/profile.d/roofline-course.sh
+LEDGER_DIR=/var/lib/roofline-ledger      # the prediction ledger's files (autograder.ledger_service)
+LEDGER_URL=http://127.0.0.1:8790        # where the ledger service listens (loopback only)
+LEDGER_USER=roofline-ledger             # the system user the service runs as: the only writer
+LEDGER=yes
 INSTRUCTORS=()
 STUDENTS=()
 # nbgrader's instructor side: off for everyone, on for instructors
@@ -67,6 +73,11 @@ usage: sudo $0 [options]
   --tasks-limit N          processes + threads per student              (default $TASKS_LIMIT)
   --cpu-limit CORES        CPU cores per student server (systemd only; the local spawner runs
                            students at nice $NICE instead)                  (default $CPU_LIMIT)
+  --ledger-dir DIR         the prediction ledger's files              (default $LEDGER_DIR)
+  --ledger-url URL         where the ledger service listens, http://127.0.0.1:PORT
+                                                                     (default $LEDGER_URL)
+  --ledger-user NAME       the system user the ledger service runs as (default $LEDGER_USER)
+  --no-ledger              no prediction ledger (grading then says "not vouched")
   --no-service             do not install the systemd unit
 EOF
 }
@@ -125,6 +136,10 @@ while [[ $# -gt 0 ]]; do
         --memory-limit) MEMORY_LIMIT="$2"; shift 2 ;;
         --tasks-limit) TASKS_LIMIT="$2"; shift 2 ;;
         --cpu-limit) CPU_LIMIT="$2"; shift 2 ;;
+        --ledger-dir) LEDGER_DIR="$2"; shift 2 ;;
+        --ledger-url) LEDGER_URL="$2"; shift 2 ;;
+        --ledger-user) LEDGER_USER="$2"; shift 2 ;;
+        --no-ledger) LEDGER=no; shift ;;
         --no-service) SERVICE=no; shift ;;
         -h|--help) usage; exit 0 ;;
         *) usage >&2; die "unknown option $1" ;;
@@ -133,15 +148,16 @@ done
 
 [[ $(id -u) -eq 0 ]] || die "run me as root (sudo): I create users, groups and system directories"
 # The paths end up in Python and JSON files: keep them plain.
-for p in "$PREFIX" "$EXCHANGE" "$CONFIG_DIR" "$STATE_DIR" "$PYTHON"; do
+for p in "$PREFIX" "$EXCHANGE" "$CONFIG_DIR" "$STATE_DIR" "$PYTHON" "$LEDGER_DIR"; do
     [[ "$p" =~ ^/[A-Za-z0-9._/+-]*$ ]] || die "$p: expected an absolute path of letters, digits and . _ / + -"
 done
 [[ "$COURSE_FOLDER" =~ ^[A-Za-z0-9._+-]+$ ]] || die "--course-folder $COURSE_FOLDER: expected a plain folder name"
-for u in "${INSTRUCTORS[@]}" "${STUDENTS[@]}" "$STUDENTS_GROUP" "$INSTRUCTORS_GROUP"; do
+for u in "${INSTRUCTORS[@]}" "${STUDENTS[@]}" "$STUDENTS_GROUP" "$INSTRUCTORS_GROUP" "$LEDGER_USER"; do
     [[ "$u" =~ ^[a-z_][a-z0-9_-]{0,31}$ ]] || die "$u: expected a Unix user/group name (lower case, digits, _ -)"
 done
 [[ "$MEMORY_LIMIT" =~ ^[0-9]+[KMGT]?$ ]] || die "--memory-limit $MEMORY_LIMIT: expected a size such as 2G or 512M"
 [[ "$TASKS_LIMIT" =~ ^[1-9][0-9]*$ ]] || die "--tasks-limit $TASKS_LIMIT: expected a whole number of processes"
+[[ "$LEDGER_URL" =~ ^http://127\.0\.0\.1:[0-9]{1,5}$ ]] || die "--ledger-url $LEDGER_URL: expected http://127.0.0.1:PORT (the ledger listens on the loopback interface only)"
 [[ "$CPU_LIMIT" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--cpu-limit $CPU_LIMIT: expected a number of cores such as 1.5"
 ENV="$PREFIX/env"
 # where systemd runs, each student's server is a systemd unit with cgroup limits (systemdspawner)
@@ -334,6 +350,21 @@ fi
 # ---- 7. the hub --------------------------------------------------------------------------------------
 mkdir -p "$CONFIG_DIR" "$STATE_DIR"
 chmod 0700 "$STATE_DIR"
+
+# ---- 9. the prediction ledger -----------------------------------------------------------------------
+# Its own system user, the only one who writes the ledger: students cannot (not the owner, not in
+# the group), instructors read it (group, setgid so every file gets the group); the service opens
+# each file append-only, 0640.
+if [[ "$LEDGER" == yes ]]; then
+    if ! id -u "$LEDGER_USER" >/dev/null 2>&1; then
+        useradd --system --user-group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin \
+            "$LEDGER_USER"
+        say "created the ledger's system user $LEDGER_USER"
+    fi
+    mkdir -p "$LEDGER_DIR"
+    chown "$LEDGER_USER:$INSTRUCTORS_GROUP" "$LEDGER_DIR"
+    chmod 2750 "$LEDGER_DIR"
+fi
 install -m 0644 "$KIT/jupyterhub_config.py" "$CONFIG_DIR/jupyterhub_config.py"
 "$ENV/bin/python" - "$CONFIG_DIR/roofline_site.json" <<EOF
 import json, sys
@@ -342,6 +373,7 @@ site = {
     "bind_url": "$BIND_URL", "course_id": "$COURSE_ID", "course_folder": "$COURSE_FOLDER",
     "students_group": "$STUDENTS_GROUP", "instructors_group": "$INSTRUCTORS_GROUP",
     "spawner": "$SPAWNER",
+    "ledger": {"dir": "$LEDGER_DIR", "url": "$LEDGER_URL", "user": "$LEDGER_USER"} if "$LEDGER" == "yes" else {},
     "limits": {} if "$MEMORY_LIMIT" == "0" else
               {"memory": "$MEMORY_LIMIT", "tasks": $TASKS_LIMIT, "cpu": $CPU_LIMIT, "nice": $NICE},
 }

@@ -1,7 +1,7 @@
 """Classic mistakes for notebook 1, "Hello, roofline", as a student would type them.
 
 MISTAKES maps each answer cell's grade_id to a list of (label, source): `label` is the
-misconception (a key of course_lib.misconceptions.MISCONCEPTIONS) that the question's hidden
+misconception (a key of course_lib.exercises.misconceptions.MISCONCEPTIONS) that the question's hidden
 test must name for that answer, or None where the answer matches no listed mistake and the
 question's own hint must be given. Every source is well-formed (its form test passes) and
 wrong. The student walk-through test (tests/test_walkthrough.py) runs each through the real

@@ -1,0 +1,268 @@
+"""The prediction ledger: a JupyterHub-managed service that keeps every student's commits and
+reveals where the student cannot write (deploy/jupyterhub/jupyterhub_config.py starts it as its
+own Unix user, listening on 127.0.0.1).
+
+A student's kernel posts each event of its prediction record (course_lib.ledger) with the
+student's own hub token; the service asks the hub whose token it is and appends
+``{user, assignment, notebook, question, kind, digest, values_hash, values, variant, t, seq, n,
+received}`` to ``STORE/<user>.jsonl``, opened append-only (no request updates or removes a line;
+``received`` is the service's clock, which no student sets). The grader reads the ledger
+(autograder.ledger) by path or with an instructor's token:
+
+    POST /events               one event (JSON, at most MAX_BODY bytes); 201 when stored
+    GET  /events[?user=NAME]   {"events": {user: [entries]}}: an instructor (a member of
+                               --instructors-group) any user's, anyone else their own
+
+Every request needs ``Authorization: token <the user's JupyterHub token>`` (401 without one, 403
+for a token the hub does not know or one without access to this service). Bad input gets a 4xx
+with a JSON ``{"error": ...}`` saying what was expected.
+
+    python -m autograder.ledger_service --store DIR [--instructors-group NAME]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import grp
+import json
+import os
+import pwd
+import re
+from pathlib import Path
+
+from tornado import web
+
+MAX_BODY = 8192                  # one event; course_lib.ledger posts far less
+MAX_VALUES_BYTES = 2048          # an answer's values (course_lib.ledger.MAX_VALUES_BYTES)
+MAX_EVENTS_PER_USER = 20000      # a term is a few hundred per student
+MAX_USER_BYTES = 16 << 20
+KINDS = ("commit", "revise", "reveal")
+_QUESTION = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_USER = re.compile(r"[a-z_][a-z0-9_.-]{0,31}")          # a Unix user name: also the store's file name
+_NAME = re.compile(r"[^\x00-\x1f/\\]{0,200}")            # an assignment or notebook name
+_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
+
+
+class BadEvent(ValueError):
+    """What is wrong with a posted event (the service answers 400 with it)."""
+
+
+def _canonical(obj) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def check_event(body: bytes) -> dict:
+    """The entry a posted body makes (only the known fields), or BadEvent saying what was expected."""
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise BadEvent("expected a JSON object") from None
+    if not isinstance(data, dict):
+        raise BadEvent("expected a JSON object")
+    unknown = sorted(set(data) - {"assignment", "notebook", "question", "kind", "digest", "values_hash", "values",
+                                  "variant", "t", "seq", "n"})
+    if unknown:
+        raise BadEvent(f"unknown field(s) {unknown[:5]}")
+
+    def text(key, pattern, what, required=True):
+        v = data.get(key)
+        if v is None and not required:
+            return None
+        if not isinstance(v, str) or not pattern.fullmatch(v):
+            raise BadEvent(f"{key}: expected {what}")
+        return v
+
+    def count(key):
+        v = data.get(key)
+        if v is None:
+            return None
+        if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < 10**6:
+            raise BadEvent(f"{key}: expected a whole number from 0 to 999999")
+        return v
+
+    def small(key):
+        v = data.get(key)
+        if v is None:
+            return None
+        if not isinstance(v, dict) or len(_canonical(v)) > MAX_VALUES_BYTES:
+            raise BadEvent(f"{key}: expected a JSON object of at most {MAX_VALUES_BYTES} bytes")
+        return v
+
+    entry = {"assignment": text("assignment", _NAME, "a folder name (at most 200 characters, no slashes)", False),
+             "notebook": text("notebook", _NAME, "a notebook name (at most 200 characters, no slashes)", False),
+             "question": text("question", _QUESTION, "a question id such as hello_q1"),
+             "kind": data.get("kind"),
+             "digest": text("digest", _HEX64, "the event's sha256 (64 hex digits)"),
+             "values_hash": text("values_hash", _HEX64, "sha256 of the values (64 hex digits)", False),
+             "values": small("values"), "variant": small("variant"),
+             "t": text("t", _TIME, "the event's UTC time such as 2026-11-26T10:00:00.000Z", False),
+             "seq": count("seq"), "n": count("n")}
+    if entry["kind"] not in KINDS:
+        raise BadEvent(f"kind: expected one of {', '.join(KINDS)}")
+    return entry
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class Store:
+    """One append-only file per user under `root` (0640 files in a folder only the service
+    writes). Bounded: MAX_EVENTS_PER_USER lines, MAX_USER_BYTES bytes per user."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self._counts: dict[str, int] = {}
+
+    def path(self, user: str) -> Path:
+        if not _USER.fullmatch(user):
+            raise BadEvent(f"user {user!r}: not a Unix user name")
+        return self.root / f"{user}.jsonl"
+
+    def read(self, user: str) -> list[dict]:
+        path = self.path(user)
+        if not path.is_file():
+            return []
+        out = []
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue
+        return out
+
+    def users(self) -> list[str]:
+        return sorted(p.stem for p in self.root.glob("*.jsonl") if _USER.fullmatch(p.stem))
+
+    def append(self, user: str, entry: dict) -> dict:
+        """Append `entry` for `user` (with the user and the service's time); LedgerFull when the
+        user's bound is reached."""
+        path = self.path(user)
+        line = (_canonical({**entry, "user": user, "received": _now()}) + "\n").encode()
+        if user not in self._counts:
+            self._counts[user] = len(self.read(user))
+        size = path.stat().st_size if path.exists() else 0
+        if self._counts[user] >= MAX_EVENTS_PER_USER or size + len(line) > MAX_USER_BYTES:
+            raise LedgerFull(f"the ledger holds its limit for {user} ({MAX_EVENTS_PER_USER} events, "
+                             f"{MAX_USER_BYTES >> 20} MiB): ask the instructor")
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o640)
+        try:
+            os.write(fd, line)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self._counts[user] += 1
+        return json.loads(line)
+
+
+class LedgerFull(Exception):
+    pass
+
+
+def unix_group_members(group: str) -> set[str]:
+    """The members of a Unix group (its member list and the users whose primary group it is)."""
+    try:
+        g = grp.getgrnam(group)
+    except KeyError:
+        return set()
+    return set(g.gr_mem) | {p.pw_name for p in pwd.getpwall() if p.pw_gid == g.gr_gid}
+
+
+class EventsHandler(web.RequestHandler):
+    """/events: POST one event, GET the events (see the module's docstring)."""
+
+    def initialize(self, store: Store, auth, service: str, is_instructor):
+        self.store, self.auth, self.service, self.is_instructor = store, auth, service, is_instructor
+        self.user = None
+
+    def write_error(self, status_code, **kw):
+        exc = kw.get("exc_info", (None, None))[1]
+        message = exc.log_message if isinstance(exc, web.HTTPError) and exc.log_message else self._reason
+        self.finish({"error": message})
+
+    def check_xsrf_cookie(self):        # token-authenticated API: no cookies, no XSRF
+        pass
+
+    async def prepare(self):
+        header = self.request.headers.get("Authorization", "")
+        m = re.fullmatch(r"(?:token|bearer)\s+(\S{1,512})", header.strip(), re.IGNORECASE)
+        if not m:
+            raise web.HTTPError(401, "expected the header Authorization: token <your JupyterHub API token>")
+        model = await self.auth.user_for_token(m.group(1), sync=False)
+        if not model or model.get("kind", "user") != "user" or not isinstance(model.get("name"), str):
+            raise web.HTTPError(403, "the hub does not know this token as a user's")
+        scopes = set(model.get("scopes") or ())
+        if not scopes & {"access:services", f"access:services!service={self.service}"}:
+            raise web.HTTPError(403, f"this token has no access to the {self.service} service")
+        if not _USER.fullmatch(model["name"]):
+            raise web.HTTPError(403, f"user {model['name']!r}: not a Unix user name")
+        self.user = model["name"]
+
+    def post(self, _prefix=None):
+        if len(self.request.body) > MAX_BODY:
+            raise web.HTTPError(413, f"expected one event of at most {MAX_BODY} bytes")
+        try:
+            entry = check_event(self.request.body)
+            stored = self.store.append(self.user, entry)
+        except BadEvent as e:
+            raise web.HTTPError(400, str(e)) from None
+        except LedgerFull as e:
+            raise web.HTTPError(429, str(e)) from None
+        self.set_status(201)
+        self.finish({"stored": {k: stored[k] for k in ("user", "question", "kind", "digest", "received")}})
+
+    def get(self, _prefix=None):
+        wanted = self.get_arguments("user")
+        if not self.is_instructor(self.user):
+            if any(u != self.user for u in wanted):
+                raise web.HTTPError(403, "only an instructor reads another user's ledger")
+            wanted = [self.user]
+        try:
+            users = wanted or self.store.users()
+            self.finish({"events": {u: self.store.read(u) for u in users}})
+        except BadEvent as e:
+            raise web.HTTPError(400, str(e)) from None
+
+
+class HomeHandler(web.RequestHandler):
+    def get(self, _prefix=None):
+        self.finish({"service": "prediction ledger", "api": "/events"})
+
+
+def make_app(store: Store, auth, service: str = "prediction-ledger", is_instructor=lambda user: False):
+    """The tornado application; `auth` identifies a token (jupyterhub.services.auth.HubAuth or a
+    stand-in with an async user_for_token(token, sync=False))."""
+    args = {"store": store, "auth": auth, "service": service, "is_instructor": is_instructor}
+    prefix = r"(/services/[\w.-]+)?"
+    return web.Application([(prefix + r"/events/?", EventsHandler, args), (prefix + r"/?", HomeHandler)])
+
+
+def main(argv=None) -> None:
+    import asyncio
+    from urllib.parse import urlsplit
+
+    from jupyterhub.services.auth import HubAuth
+
+    p = argparse.ArgumentParser(prog="python -m autograder.ledger_service", description=__doc__.split("\n\n")[0])
+    p.add_argument("--store", required=True, help="the folder the ledger's files go to (only this service writes it)")
+    p.add_argument("--instructors-group", default="", help="the Unix group whose members may read every ledger")
+    args = p.parse_args(argv)
+    store = Store(Path(args.store))
+    if not store.root.is_dir() or not os.access(store.root, os.W_OK):
+        raise SystemExit(f"{store.root}: expected a folder this service's user ({os.geteuid()}) can write")
+    url = urlsplit(os.environ.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:8790"))
+    service = os.environ.get("JUPYTERHUB_SERVICE_NAME", "prediction-ledger")
+    group = args.instructors_group
+    app = make_app(store, HubAuth(cache_max_age=60), service,
+                   (lambda user: user in unix_group_members(group)) if group else (lambda user: False))
+
+    async def serve():
+        app.listen(url.port or 80, address=url.hostname or "127.0.0.1", max_body_size=4 * MAX_BODY)
+        await asyncio.Event().wait()
+
+    asyncio.run(serve())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,303 @@
+"""The hub's prediction ledger without a hub: the service (autograder.ledger_service) behind a
+stand-in for the hub's token check, course_lib posting to it, and the grader's comparison
+(autograder.ledger). The kit's hub runs it for real in tests/test_hub.py."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+import requests
+
+from autograder import ledger as G
+from autograder import ledger_service as S
+from autograder.predictions import read_record
+from course_lib import ledger as L
+from course_lib.exercises import predictions as P
+
+SERVICE = "prediction-ledger"
+ACCESS = [f"access:services!service={SERVICE}"]
+TOKENS = {
+    "tok-ann": {"kind": "user", "name": "ann", "scopes": ACCESS},
+    "tok-bob": {"kind": "user", "name": "bob", "scopes": ["access:services"]},
+    "tok-teacher": {"kind": "user", "name": "teacher", "scopes": ACCESS},
+    "tok-noaccess": {"kind": "user", "name": "eve", "scopes": ["access:servers!user=eve"]},
+    "tok-service": {"kind": "service", "name": "other", "scopes": ACCESS},
+}
+
+
+class FakeHubAuth:
+    """Answers as the hub's /hub/api/user does for a token (None: unknown)."""
+
+    async def user_for_token(self, token, sync=True):
+        return TOKENS.get(token)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def service(tmp_path):
+    """The ledger service on 127.0.0.1 in a thread: (its URL, its store folder)."""
+    store = tmp_path / "store"
+    store.mkdir()
+    port = _free_port()
+    loop = asyncio.new_event_loop()
+    app = S.make_app(S.Store(store), FakeHubAuth(), SERVICE, is_instructor=lambda user: user == "teacher")
+    started = threading.Event()
+
+    def run():
+        asyncio.set_event_loop(loop)
+
+        async def start():
+            app.listen(port, address="127.0.0.1", max_body_size=4 * S.MAX_BODY)
+            started.set()
+
+        loop.run_until_complete(start())
+        loop.run_forever()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    assert started.wait(10)
+    yield f"http://127.0.0.1:{port}", store
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(10)
+
+
+def event_body(**over) -> dict:
+    e = P.make_event([], "hello_q1", "commit", {"q1_x": 2.0}, "because", t="2026-11-26T10:00:00.000Z")
+    return {**L.payload(e, Path("01_hello_roofline")), **over}
+
+
+def post(url, body, token="tok-ann", raw=None):
+    headers = {"Content-Type": "application/json"}
+    if token:
+        headers["Authorization"] = f"token {token}"
+    return requests.post(f"{url}/events", data=raw if raw is not None else json.dumps(body), headers=headers,
+                         timeout=10)
+
+
+# ---- the service ------------------------------------------------------------------------------------
+def test_every_request_needs_a_token_the_hub_knows_with_access_to_the_service(service):
+    url, store = service
+    assert post(url, event_body(), token=None).status_code == 401
+    assert "Authorization: token" in post(url, event_body(), token=None).json()["error"]
+    assert post(url, event_body(), token="tok-unknown").status_code == 403
+    r = post(url, event_body(), token="tok-noaccess")
+    assert r.status_code == 403 and SERVICE in r.json()["error"], r.text
+    assert post(url, event_body(), token="tok-service").status_code == 403      # a service is nobody's student
+    assert requests.get(f"{url}/events", timeout=10).status_code == 401
+    assert list(store.iterdir()) == []
+
+
+def test_an_event_is_appended_for_the_token_s_user_with_the_service_s_time(service):
+    url, store = service
+    body = event_body()
+    r = post(url, body)
+    assert r.status_code == 201, r.text
+    r2 = post(url, event_body(kind="reveal", values=None, seq=1, n=1), token="tok-ann")
+    assert r2.status_code == 201, r2.text
+    lines = (store / "ann.jsonl").read_text().splitlines()
+    first, second = (json.loads(x) for x in lines)
+    assert first["user"] == "ann" and first["digest"] == body["digest"] and first["values"] == {"q1_x": 2.0}
+    assert first["received"] <= second["received"] and second["kind"] == "reveal"
+    assert stat.S_IMODE((store / "ann.jsonl").stat().st_mode) == 0o640
+    # a user field in the body cannot post as someone else
+    assert post(url, {**body, "user": "bob"}).status_code == 400
+    assert not (store / "bob.jsonl").exists()
+
+
+def test_nothing_updates_or_removes_an_entry(service):
+    url, store = service
+    assert post(url, event_body()).status_code == 201
+    before = (store / "ann.jsonl").read_bytes()
+    auth = {"Authorization": "token tok-ann"}
+    for method in ("PUT", "DELETE", "PATCH"):
+        r = requests.request(method, f"{url}/events", headers=auth, data="{}", timeout=10)
+        assert r.status_code == 405, (method, r.status_code)
+    assert post(url, event_body(kind="revise", values={"q1_x": 3.0}, seq=1, n=1)).status_code == 201
+    after = (store / "ann.jsonl").read_bytes()
+    assert after.startswith(before) and after.count(b"\n") == 2
+
+
+@pytest.mark.parametrize("change, expected", [
+    ({"kind": "delete"}, "kind: expected one of commit, revise, reveal"),
+    ({"question": "../../etc/passwd"}, "question: expected a question id"),
+    ({"digest": "not-a-hash"}, "digest: expected the event's sha256"),
+    ({"seq": -1}, "seq: expected a whole number"),
+    ({"t": "yesterday"}, "t: expected the event's UTC time"),
+    ({"assignment": "a/b"}, "assignment: expected a folder name"),
+    ({"values": {"x": "y" * (S.MAX_VALUES_BYTES + 1)}}, f"values: expected a JSON object of at most {S.MAX_VALUES_BYTES}"),
+    ({"extra": 1}, "unknown field(s) ['extra']"),
+])
+def test_bad_input_gets_a_400_saying_what_was_expected(service, change, expected):
+    url, store = service
+    r = post(url, event_body(**change))
+    assert r.status_code == 400 and expected in r.json()["error"], r.text
+    assert not (store / "ann.jsonl").exists()
+
+
+def test_malformed_and_oversized_bodies_are_refused(service):
+    url, store = service
+    assert post(url, None, raw="{not json").status_code == 400
+    assert post(url, None, raw="[1, 2]").json()["error"] == "expected a JSON object"
+    big = json.dumps({**event_body(), "notebook": "n"}) + " " * S.MAX_BODY
+    r = post(url, None, raw=big)
+    assert r.status_code == 413 and str(S.MAX_BODY) in r.json()["error"], r.text
+    assert not (store / "ann.jsonl").exists()
+
+
+def test_each_user_s_ledger_is_bounded(service, monkeypatch):
+    url, store = service
+    monkeypatch.setattr(S, "MAX_EVENTS_PER_USER", 2)
+    assert [post(url, event_body(seq=i)).status_code for i in range(3)] == [201, 201, 429]
+    assert "limit" in post(url, event_body(seq=3)).json()["error"]
+    assert len((store / "ann.jsonl").read_text().splitlines()) == 2
+    assert post(url, event_body(), token="tok-bob").status_code == 201         # another user is not affected
+
+
+def test_a_student_reads_only_their_own_ledger_an_instructor_everyone_s(service):
+    url, _ = service
+    assert post(url, event_body(), token="tok-ann").status_code == 201
+    assert post(url, event_body(question="hello_q2"), token="tok-bob").status_code == 201
+
+    def get(token, **params):
+        return requests.get(f"{url}/events", params=params, headers={"Authorization": f"token {token}"}, timeout=10)
+
+    assert list(get("tok-ann").json()["events"]) == ["ann"]
+    assert get("tok-ann", user="bob").status_code == 403
+    everyone = get("tok-teacher").json()["events"]
+    assert sorted(everyone) == ["ann", "bob"] and everyone["bob"][0]["question"] == "hello_q2"
+    # the grader reads it the same way, with the instructor's token
+    os.environ[L.TOKEN_ENV] = "tok-teacher"
+    try:
+        assert sorted(G.load(url)) == ["ann", "bob"]
+    finally:
+        del os.environ[L.TOKEN_ENV]
+
+
+# ---- course_lib posting, and the grader's comparison -------------------------------------------------
+@pytest.fixture
+def notebook_folder(tmp_path, monkeypatch):
+    """A student's assignment folder, where course_lib keeps the record."""
+    folder = tmp_path / "ann" / "01_hello_roofline"
+    folder.mkdir(parents=True)
+    monkeypatch.setattr(P, "_HERE", folder)
+    return folder
+
+
+QUESTIONS = {"hello_q1", "hello_q2"}
+
+
+def work(folder: Path, first: float) -> None:
+    """What a student's notebook does: commit hello_q1 (and q2), reveal both."""
+    P.commit("hello_q1", {"q1_x": first}, "a reason")
+    P.commit("hello_q2", {"q2_y": "memory"}, "another")
+    P.reveal("hello_q1", "hello_q2")
+
+
+def rewrite(path: Path, question: str, values: dict) -> None:
+    """The student's script: every commit of `question` says `values`, the chains recomputed,
+    times kept (nothing but course_lib, which the notebook imports)."""
+    from course_lib.answers import encode
+
+    values = {k: encode(v) for k, v in values.items()}
+    new = []
+    for e in P.load_record(path):
+        vals = values if e["q"] == question and e["kind"] in ("commit", "revise") else e["values"]
+        new.append(P.make_event(new, e["q"], e["kind"], vals, e["reason"], t=e["t"], count=e.get("count"),
+                                variant=e.get("variant")))
+    path.write_text("".join(json.dumps(e, sort_keys=True) + "\n" for e in new))
+
+
+def on_hub(monkeypatch, url: str, token: str = "tok-ann") -> None:
+    monkeypatch.setenv(L.URL_ENV, url)
+    monkeypatch.setenv(L.TOKEN_ENV, token)
+
+
+def test_an_honest_record_is_vouched_and_a_rewritten_one_differs(service, notebook_folder, monkeypatch):
+    url, store = service
+    on_hub(monkeypatch, url)
+    work(notebook_folder, first=1.0)
+    entries = G.load(str(store))["ann"]
+    assert [(e["question"], e["kind"]) for e in entries] == [("hello_q1", "commit"), ("hello_q2", "commit"),
+                                                             ("hello_q1", "reveal"), ("hello_q2", "reveal")]
+    assert all(e["assignment"] == "01_hello_roofline" for e in entries)
+    record = read_record(notebook_folder, "lesson", QUESTIONS)
+    assert record.problems == [] and record.present
+    honest = G.check({"lesson": record}, {"lesson": QUESTIONS}, entries)
+    assert honest == {"status": G.VOUCHED, "problems": {}}
+
+    # the student's script rewrites the commit to the truth: the chain checks still pass...
+    rewrite(notebook_folder / P.RECORD_FILE, "hello_q1", {"q1_x": 4.0})
+    forged = read_record(notebook_folder, "lesson", QUESTIONS)
+    assert forged.problems == [] and P.history(forged.events, "hello_q1")["committed"]["q1_x"]["value"] == 4.0
+    # ...the ledger does not
+    got = G.check({"lesson": forged}, {"lesson": QUESTIONS}, entries)
+    assert got["status"] == G.DIFFERS, got
+    lines = got["problems"]["lesson"]
+    assert any("commits and reveals are not in the ledger (the first: Q1 commit at" in x and x.endswith("q1_x = 4)")
+               for x in lines), lines
+    assert any("the ledger has q1_x = 1 committed for Q1 before its first reveal" in x and
+               x.endswith("the record grades q1_x = 4") for x in lines), lines
+    assert all(x.startswith(G.DIFFERS + ": ") for x in lines), lines
+    # Q2's answer is the one the ledger holds (its events moved in the rewritten chain, nothing more)
+    assert not any("the ledger has" in x and "Q2" in x for x in lines), lines
+
+
+def test_a_fresh_copy_answered_after_the_truth_was_seen_differs(service, notebook_folder, monkeypatch):
+    url, store = service
+    on_hub(monkeypatch, url)
+    work(notebook_folder, first=1.0)                       # wrong, then the truth shown
+    (notebook_folder / P.RECORD_FILE).unlink()             # a fresh copy of the lesson...
+    work(notebook_folder, first=4.0)                       # ...answered right, consistently recorded
+    record = read_record(notebook_folder, "lesson", QUESTIONS)
+    assert record.problems == []
+    got = G.check({"lesson": record}, {"lesson": QUESTIONS}, G.load(str(store))["ann"])
+    assert got["status"] == G.DIFFERS
+    assert got["problems"]["lesson"] == [f"{G.DIFFERS}: the ledger has q1_x = 1 committed for Q1 before its first "
+                                         f"reveal (at {P.clock(G._ledger_history(G.load(str(store))['ann'], 'hello_q1')['revealed']['received'])}); "
+                                         "the record grades q1_x = 4"]
+
+
+def test_without_a_ledger_a_record_is_not_vouched(notebook_folder, monkeypatch):
+    monkeypatch.delenv(L.URL_ENV, raising=False)
+    work(notebook_folder, first=1.0)
+    events = P.load_record(notebook_folder / P.RECORD_FILE)
+    assert events and not any("ledger" in e for e in events)            # off the hub: today's record
+    record = read_record(notebook_folder, "lesson", QUESTIONS)
+    assert G.check({"lesson": record}, {"lesson": QUESTIONS}, None) == {"status": G.NOT_VOUCHED, "problems": {}}
+    # graded with a ledger that never heard of this student: every event is missing from it
+    got = G.check({"lesson": record}, {"lesson": QUESTIONS}, [])
+    assert got["problems"]["lesson"] == [f"{G.DIFFERS}: {len(events)} of the record's {len(events)} commits and "
+                                         f"reveals are not in the ledger (the first: Q1 commit at "
+                                         f"{P.clock(events[0]['t'])}, q1_x = 1)"]
+
+
+def test_an_unreachable_ledger_never_breaks_the_notebook_and_is_noted(notebook_folder, monkeypatch):
+    on_hub(monkeypatch, f"http://127.0.0.1:{_free_port()}")          # nothing listens there
+    work(notebook_folder, first=1.0)
+    events = P.load_record(notebook_folder / P.RECORD_FILE)
+    assert len(events) == 4 and all(e.get("ledger") == L.UNREACHABLE for e in events)
+    assert P.check_events(events) == []
+    record = read_record(notebook_folder, "lesson", QUESTIONS)
+    got = G.check({"lesson": record}, {"lesson": QUESTIONS}, [])
+    assert got["problems"]["lesson"][0].endswith("; the notebook noted the ledger unreachable for 4 of them")
+
+
+def test_the_ledger_is_read_from_its_folder_or_says_why_not(tmp_path):
+    with pytest.raises(G.LedgerUnavailable, match="expected the ledger's folder"):
+        G.load(str(tmp_path / "nowhere"))
+    with pytest.raises(G.LedgerUnavailable, match="needs your hub token"):
+        os.environ.pop(L.TOKEN_ENV, None)
+        G.load("http://127.0.0.1:9/")
+    (tmp_path / "ann.jsonl").write_text('{"user": "ann", "question": "hello_q1"}\nnot json\n')
+    assert G.load(str(tmp_path)) == {"ann": [{"user": "ann", "question": "hello_q1"}]}
