@@ -127,7 +127,8 @@ def cmd_lint(args) -> int:
 
 
 def cmd_grade(args) -> int:
-    from .grade import GradingRefused, grade, write_grades_csv
+    from .grade import GradingRefused, grade
+    from .gradesheet import write_grades_csv
     from .ledger import LedgerUnavailable
 
     course = _course(args)
@@ -175,7 +176,7 @@ def cmd_grade(args) -> int:
     for student, why in sorted(s.failed.items()):
         print(f"  FAILED: {student}: {why}  (log: {course.state / args.assignment / 'logs' / (student + '.log')})")
     if args.out:
-        print(f"grades written to {write_grades_csv(course, args.assignment, Path(args.out))}")
+        print(f"grades written to {write_grades_csv(course, Path(args.out), args.assignment)}")
     return 1 if s.failed else 0
 
 

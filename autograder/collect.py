@@ -368,26 +368,74 @@ def collect(course: Course, assignment: str, source: Path | None = None, *, exch
     """Collect from `source` (a folder or a zip), or from nbgrader's exchange (from_exchange,
     root `exchange`, else $AUTOGRADER_EXCHANGE, else the course config's Exchange.root:
     autograder.locate.exchange_root)."""
-    import datetime as dt
-
     report = CollectReport(assignment)
     expected = course.notebooks(assignment)
     if not expected:
         raise SystemExit(f"no notebooks for assignment {assignment!r} in {course.source / assignment}")
+    entries = _entries_of(course, assignment, source, exchange, from_exchange, report)
+    by_student, spelled, infos, duplicates = _by_student(entries, expected, assignment, report)
+
+    for key, why in _colliding(course, by_student, infos).items():
+        duplicates.add(key)
+        report.problem(sorted(spelled[key])[0], "", why)
+    due = None
+    names = {}
+    for key in sorted(by_student):
+        names_spelled = sorted(spelled[key])
+        student = names_spelled[0]
+        if len(names_spelled) > 1:
+            duplicates.add(key)
+            report.problem(student, "", f"the same student twice ({', '.join(names_spelled)})")
+        if key in duplicates:
+            report.problem(student, "", "duplicate submissions: nothing collected for this student, resolve by hand")
+            continue
+        if not STUDENT_ID.match(student):
+            report.problem(student, "", "not a usable student id (letters, digits, . _ @ + - only)")
+            continue
+        good = _valid_notebooks(student, by_student[key], report)
+        if not good:
+            report.problem(student, "", "no valid notebook: nothing collected (an earlier copy, if any, is kept)")
+            continue
+        for nb in expected:
+            if nb + ".ipynb" not in good:
+                report.problem(student, nb + ".ipynb", "missing (it will score zero)")
+        due = _submission_time(course, assignment, student, by_student[key], infos[key], good, report, due)
+        if "submission_secret.txt" in by_student[key]:
+            good["submission_secret.txt"] = by_student[key]["submission_secret.txt"][1]
+        if RECORD in by_student[key]:      # checked when graded (autograder.predictions)
+            good[RECORD] = by_student[key][RECORD][1]
+        if "timestamp.txt" in good:
+            report.timestamps[student] = good["timestamp.txt"].decode().strip()
+        if infos[key].get("name"):
+            names[student] = (infos[key]["name"], infos[key].get("lms_id"))
+        _install(course, assignment, student, good)
+        report.collected[student] = sorted(k[:-6] for k in good if k.endswith(".ipynb"))
+    _record_names(course, names)
+    return report
+
+
+def _entries_of(course: Course, assignment: str, source: Path | None, exchange: Path | str | None,
+                from_exchange: bool, report: CollectReport):
+    """The (student, path, bytes, info) entries of the exchange, a zip or a folder."""
     if from_exchange:
         from .locate import exchange_root
 
         root = exchange_root(str(exchange) if exchange else None, course.root)
-        entries = _exchange_entries(root / COURSE_ID / "inbound", assignment, report)
+        return _exchange_entries(root / COURSE_ID / "inbound", assignment, report)
     elif source is None:
         raise SystemExit("name a folder or zip to collect from, or --exchange")
     elif Path(source).is_file() and zipfile.is_zipfile(source):
-        entries = _zip_entries(Path(source), report)
+        return _zip_entries(Path(source), report)
     elif Path(source).is_dir():
-        entries = _dir_entries(Path(source), assignment, report)
+        return _dir_entries(Path(source), assignment, report)
     else:
         raise SystemExit(f"{source} is neither a folder nor a zip file")
 
+
+def _by_student(entries, expected: list, assignment: str, report: CollectReport) -> tuple[dict, dict, dict, set]:
+    """The entries per LMS participant, key (student id casefolded, LMS id): ({key: {file name:
+    (path, bytes)}}, {key: the ids as spelled}, {key: what the LMS said}, {keys with two copies
+    of a notebook})."""
     by_student: dict[str, dict] = {}
     spelled: dict[str, set] = {}
     infos: dict[str, dict] = {}
@@ -417,79 +465,60 @@ def collect(course: Course, assignment: str, source: Path | None = None, *, exch
             files[name] = (rel, data)
         else:
             report.problem(student, rel, "not a notebook")
+    return by_student, spelled, infos, duplicates
 
-    for key, why in _colliding(course, by_student, infos).items():
-        duplicates.add(key)
-        report.problem(sorted(spelled[key])[0], "", why)
-    due = None
-    names = {}
-    for key in sorted(by_student):
-        names_spelled = sorted(spelled[key])
-        student = names_spelled[0]
-        if len(names_spelled) > 1:
-            duplicates.add(key)
-            report.problem(student, "", f"the same student twice ({', '.join(names_spelled)})")
-        if key in duplicates:
-            report.problem(student, "", "duplicate submissions: nothing collected for this student, resolve by hand")
-            continue
-        if not STUDENT_ID.match(student):
-            report.problem(student, "", "not a usable student id (letters, digits, . _ @ + - only)")
-            continue
-        good = {}
-        for target, (rel, data) in sorted(by_student[key].items()):
-            if target in KEEP:
-                continue
-            why = check_notebook(data)
-            if why:
-                report.problem(student, rel, why)
-                continue
-            if data.startswith(BOM):
-                data = data[len(BOM):]
-                report.note(student, rel, "a UTF-8 byte-order mark removed")
-            good[target] = data
-        if not good:
-            report.problem(student, "", "no valid notebook: nothing collected (an earlier copy, if any, is kept)")
-            continue
-        for nb in expected:
-            if nb + ".ipynb" not in good:
-                report.problem(student, nb + ".ipynb", "missing (it will score zero)")
-        from nbgrader.utils import parse_utc
 
-        if "timestamp.txt" in by_student[key] and not infos[key].get("exchange"):
-            report.note(student, by_student[key]["timestamp.txt"][0],
-                        "a timestamp.txt in an upload is not the submission time (that comes from the exchange or "
-                        "the LMS's own metadata): ignored")
-        elif "timestamp.txt" in by_student[key]:
-            rel, data = by_student[key]["timestamp.txt"]
-            try:
-                parse_utc(data.decode().strip())
-                good["timestamp.txt"] = data
-            except Exception:
-                report.problem(student, rel, "not a readable timestamp: ignored")
-        if "timestamp.txt" not in good and infos[key].get("timestamp"):
-            good["timestamp.txt"] = infos[key]["timestamp"].encode()
-        if infos[key].get("late") and "timestamp.txt" not in good:
-            due = due if due is not None else (_due_date(course, assignment) or False)
-            if due:
-                when = due + dt.timedelta(seconds=1)
-                report.note(student, "", f"marked late by Canvas: timestamp {when} (1 s after the due date)")
-            else:
-                when = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
-                report.note(student, "", f"marked late by Canvas, and {assignment} has no due date in the gradebook "
-                                         f"yet: timestamp {when} (now)")
-            good["timestamp.txt"] = f"{when.strftime('%Y-%m-%d %H:%M:%S.%f')} UTC".encode()
-        if "submission_secret.txt" in by_student[key]:
-            good["submission_secret.txt"] = by_student[key]["submission_secret.txt"][1]
-        if RECORD in by_student[key]:      # checked when graded (autograder.predictions)
-            good[RECORD] = by_student[key][RECORD][1]
-        if "timestamp.txt" in good:
-            report.timestamps[student] = good["timestamp.txt"].decode().strip()
-        if infos[key].get("name"):
-            names[student] = (infos[key]["name"], infos[key].get("lms_id"))
-        _install(course, assignment, student, good)
-        report.collected[student] = sorted(k[:-6] for k in good if k.endswith(".ipynb"))
-    _record_names(course, names)
-    return report
+def _valid_notebooks(student: str, files: dict, report: CollectReport) -> dict:
+    """{notebook file name: bytes} of the student's notebooks that are valid (a byte-order mark
+    removed); each invalid one reported."""
+    good = {}
+    for target, (rel, data) in sorted(files.items()):
+        if target in KEEP:
+            continue
+        why = check_notebook(data)
+        if why:
+            report.problem(student, rel, why)
+            continue
+        if data.startswith(BOM):
+            data = data[len(BOM):]
+            report.note(student, rel, "a UTF-8 byte-order mark removed")
+        good[target] = data
+    return good
+
+
+def _submission_time(course: Course, assignment: str, student: str, files: dict, info: dict, good: dict,
+                     report: CollectReport, due):
+    """good["timestamp.txt"]: the exchange's timestamp, the LMS's, or for a submission Canvas
+    marked late without one, 1 s after the due date (else now). Returns the due date as looked
+    up (None: not yet, False: none), so the gradebook is asked once."""
+    import datetime as dt
+
+    from nbgrader.utils import parse_utc
+
+    if "timestamp.txt" in files and not info.get("exchange"):
+        report.note(student, files["timestamp.txt"][0],
+                    "a timestamp.txt in an upload is not the submission time (that comes from the exchange or "
+                    "the LMS's own metadata): ignored")
+    elif "timestamp.txt" in files:
+        rel, data = files["timestamp.txt"]
+        try:
+            parse_utc(data.decode().strip())
+            good["timestamp.txt"] = data
+        except Exception:
+            report.problem(student, rel, "not a readable timestamp: ignored")
+    if "timestamp.txt" not in good and info.get("timestamp"):
+        good["timestamp.txt"] = info["timestamp"].encode()
+    if info.get("late") and "timestamp.txt" not in good:
+        due = due if due is not None else (_due_date(course, assignment) or False)
+        if due:
+            when = due + dt.timedelta(seconds=1)
+            report.note(student, "", f"marked late by Canvas: timestamp {when} (1 s after the due date)")
+        else:
+            when = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+            report.note(student, "", f"marked late by Canvas, and {assignment} has no due date in the gradebook "
+                                     f"yet: timestamp {when} (now)")
+        good["timestamp.txt"] = f"{when.strftime('%Y-%m-%d %H:%M:%S.%f')} UTC".encode()
+    return due
 
 
 def _install(course: Course, assignment: str, student: str, files: dict) -> None:

@@ -55,8 +55,8 @@ def _close(spec, a, t) -> bool:
 def possible_copies(course: Course, assignment: str) -> list[dict]:
     """One row per (student, answer) that looks copied, with the evidence."""
     from . import variants
-    from .grade import grading_status
-    from .report import _counted, _decode, graded_students, show
+    from .status import grading_status
+    from .report import counted_answer, decode_entry, graded_students, show
 
     qids = variants.questions(course, assignment)
     if not qids:
@@ -87,7 +87,7 @@ def possible_copies(course: Course, assignment: str) -> list[dict]:
             norm = {g: _read(spec, t[name].value) for g, t in truths.items()}
             answers = {}
             for s in students:
-                ok, value = _decode(_counted(metas.get((s, nb), {}), cell, name))
+                ok, value = decode_entry(counted_answer(metas.get((s, nb), {}), cell, name))
                 if ok:
                     answers[s] = (value, _read(spec, value))
             for s, (value, a) in answers.items():
@@ -116,7 +116,7 @@ def possible_copies(course: Course, assignment: str) -> list[dict]:
 def own_truth_entry(course: Course, assignment: str, student: str, cell: str, name: str) -> dict | None:
     """The truth of answer `name` (of answer cell `cell`) for the numbers `student` was graded on,
     as a recorded entry ({"value": ...}); None where the question has no variant."""
-    from .grade import grading_status
+    from .status import grading_status
 
     qid = cell.rsplit("_", 1)[0]
     givens = (grading_status(course, assignment, student).get("variant") or {}).get(qid)
@@ -138,7 +138,7 @@ def _encoded_truth(qid: str, givens: str, name: str) -> dict | None:
 
 def graded_variants(course: Course, assignment: str) -> list[dict]:
     """The numbers each graded student was graded on, one row per question with a space."""
-    from .grade import grading_status
+    from .status import grading_status
     from .report import graded_students
 
     rows = []

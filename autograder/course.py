@@ -212,11 +212,11 @@ def used_names(source: str) -> set[str]:
     names |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.keyword) and n.arg}
     names |= {n.value for n in ast.walk(tree)
               if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier()}
-    from .verify import _declared_variables
+    from .verify import declared_variables
 
     for n in ast.walk(tree):          # grade("wall_q1"): a question declared in course_lib.questions
         if isinstance(n, ast.Constant) and isinstance(n.value, str):
-            names.update(_declared_variables(n.value))
+            names.update(declared_variables(n.value))
     return names
 
 

@@ -56,7 +56,7 @@ from course_lib.exercises.question_ids import cell_id, is_manually_graded, metad
 from .course import HIDDEN_BEGIN, Course, default_jobs, hidden_test_lines, strip_hidden_tests
 from .release import ensure_tools_on_path
 from .safefiles import read_regular
-from .sandbox import cap_outputs, cap_total_outputs, sanitize_markdown, sanitize_outputs
+from .outputs import cap_outputs, cap_total_outputs, sanitize_markdown, sanitize_outputs
 
 log = logging.getLogger("autograder")
 MIN_LINE = 12     # shorter hidden lines ("else:", ")") give nothing away and are too common to match

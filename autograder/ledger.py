@@ -177,22 +177,23 @@ def check(records: dict, questions: dict, entries: list | None) -> dict:
     return {"status": DIFFERS if problems else VOUCHED, "problems": problems}
 
 
-def apply(out: dict, records: dict, tests: dict, entries: list | None) -> None:
-    """grade_one's hook: the ledger's verdict into the grading result `out` (its "ledger", and
-    each difference as a flag reason and a prediction-record line)."""
+def apply(out, records: dict, tests: dict, entries: list | None) -> None:
+    """grade_one's hook: the ledger's verdict into the grading result `out` (an
+    autograde.Graded: its ledger, and each difference as a flag reason and a prediction-record
+    line)."""
     from .predictions import questions_of
 
     result = check(records, {nb: questions_of(cells) for nb, cells in tests.items()}, entries)
-    out["ledger"] = result["status"]
+    out.ledger = result["status"]
     for nb, lines in result["problems"].items():
-        out["flag_reasons"].setdefault(nb, []).extend(lines)
-        out["predictions"] += [f"{nb}: {line}" for line in lines]
+        out.flag_reasons.setdefault(nb, []).extend(lines)
+        out.predictions += [f"{nb}: {line}" for line in lines]
 
 
 def status(course, assignment: str, student: str) -> str:
     """"vouched", "not vouched" or "record differs from the hub's ledger" for a graded
     submission ("" when it was not graded)."""
-    from .grade import grading_status
+    from .status import grading_status
 
     st = grading_status(course, assignment, student)
     if st.get("status") != "graded":

@@ -62,7 +62,19 @@ def repair(nb, release, answer_vars: dict) -> list[str]:
 
     match: dict[str, int] = {}          # release grade_id -> index in nb
     taken: set[int] = set()
-    # 1. locked and test cells: the same source, once
+    _match_by_source(nb, missing, bare, match, taken)
+    _match_answers(nb, rel, missing, bare, match, taken, answer_vars)
+    _match_written(nb, rel, missing, bare, match, taken)
+    if not match:
+        return notes
+    _put_back(nb, missing, match)
+    notes.append(f"nbgrader metadata put back on {len(match)} cell(s) that had lost it, matched to the "
+                 f"release by source, answer variable and position")
+    return notes
+
+
+def _match_by_source(nb, missing: list, bare: list, match: dict, taken: set) -> None:
+    """1. locked and test cells: the same source, once"""
     for rc in missing:
         m = _meta(rc)
         if m.get("solution"):
@@ -73,6 +85,9 @@ def repair(nb, release, answer_vars: dict) -> list[str]:
             match[m["grade_id"]] = same[0]
             taken.add(same[0])
 
+
+def _window(nb, rel: list, match: dict, rc) -> tuple[int, int]:
+    """Indices of the submission between the nearest located release cells around rc."""
     # where every release cell sits in the submission, as far as known now
     def position_of(gid):
         if gid in match:
@@ -82,23 +97,23 @@ def repair(nb, release, answer_vars: dict) -> list[str]:
                 return i
         return None
 
-    def window(rc):
-        """Indices of the submission between the nearest located release cells around rc."""
-        k = rel.index(rc)
-        lo, hi = -1, len(nb.cells)
-        for prev in reversed(rel[:k]):
-            p = position_of(_meta(prev).get("grade_id")) if _meta(prev).get("grade_id") else None
-            if p is not None:
-                lo = p
-                break
-        for nxt in rel[k + 1:]:
-            p = position_of(_meta(nxt).get("grade_id")) if _meta(nxt).get("grade_id") else None
-            if p is not None:
-                hi = p
-                break
-        return lo, hi
+    k = rel.index(rc)
+    lo, hi = -1, len(nb.cells)
+    for prev in reversed(rel[:k]):
+        p = position_of(_meta(prev).get("grade_id")) if _meta(prev).get("grade_id") else None
+        if p is not None:
+            lo = p
+            break
+    for nxt in rel[k + 1:]:
+        p = position_of(_meta(nxt).get("grade_id")) if _meta(nxt).get("grade_id") else None
+        if p is not None:
+            hi = p
+            break
+    return lo, hi
 
-    # 2. answer cells: by their answer variables
+
+def _match_answers(nb, rel: list, missing: list, bare: list, match: dict, taken: set, answer_vars: dict) -> None:
+    """2. answer cells: by their answer variables"""
     for rc in missing:
         m = _meta(rc)
         if not (m.get("solution") and rc.cell_type == "code"):
@@ -109,7 +124,7 @@ def repair(nb, release, answer_vars: dict) -> list[str]:
         cands = [i for i in bare if i not in taken and nb.cells[i].cell_type == "code"
                  and names <= set(assigned_names(nb.cells[i].source))]
         if len(cands) > 1:
-            lo, hi = window(rc)
+            lo, hi = _window(nb, rel, match, rc)
             cands = [i for i in cands if lo < i < hi] or cands
         if len(cands) > 1:
             raise Unrepairable(f"cannot tell which cell answers {m['grade_id']}: cells "
@@ -118,13 +133,15 @@ def repair(nb, release, answer_vars: dict) -> list[str]:
             match[m["grade_id"]] = cands[0]
             taken.add(cands[0])
 
-    # 3. written answers (markdown): by position, skipping the release's own texts
+
+def _match_written(nb, rel: list, missing: list, bare: list, match: dict, taken: set) -> None:
+    """3. written answers (markdown): by position, skipping the release's own texts"""
     texts = {_norm(c.source) for c in rel if c.cell_type == "markdown"}
     for rc in missing:
         m = _meta(rc)
         if not (m.get("solution") and rc.cell_type == "markdown"):
             continue
-        lo, hi = window(rc)
+        lo, hi = _window(nb, rel, match, rc)
         cands = [i for i in bare if i not in taken and lo < i < hi and nb.cells[i].cell_type == "markdown"
                  and _norm(nb.cells[i].source) not in texts]
         if len(cands) > 1:
@@ -134,8 +151,9 @@ def repair(nb, release, answer_vars: dict) -> list[str]:
             match[m["grade_id"]] = cands[0]
             taken.add(cands[0])
 
-    if not match:
-        return notes
+
+def _put_back(nb, missing: list, match: dict) -> None:
+    """The release cell's nbgrader metadata, lock flags and (when free) cell id on each matched cell."""
     used_ids = {c.get("id") for c in nb.cells}
     by_gid = {_meta(c)["grade_id"]: c for c in missing}
     for gid, i in match.items():
@@ -148,9 +166,6 @@ def repair(nb, release, answer_vars: dict) -> list[str]:
             used_ids.discard(cell.get("id"))
             cell["id"] = rc["id"]
             used_ids.add(rc["id"])
-    notes.append(f"nbgrader metadata put back on {len(match)} cell(s) that had lost it, matched to the "
-                 f"release by source, answer variable and position")
-    return notes
 
 
 def unique_grade_ids(nb) -> list[str]:

@@ -61,7 +61,7 @@ NOT_RECORDED = "(not recordable)"
 # ---------------------------------------------------------------------------------------------
 # answers -> printable categories
 # ---------------------------------------------------------------------------------------------
-def _decode(entry):
+def decode_entry(entry):
     """(ok, value) from a recorded entry {"value": ...} / {"error": ...} / {"missing": true}."""
     from course_lib.answers import decode
 
@@ -116,10 +116,10 @@ def category(entry, truth_entry=None, right: bool | None = None, label: str | No
         return NO_ANSWER
     if "error" in entry:
         return NOT_RECORDED
-    ok_t, t = _decode(truth_entry) if truth_entry else (False, None)
+    ok_t, t = decode_entry(truth_entry) if truth_entry else (False, None)
     if right and ok_t:
         return show(t)
-    ok, v = _decode(entry)
+    ok, v = decode_entry(entry)
     if not ok:
         return NOT_RECORDED
     if label:
@@ -143,7 +143,7 @@ def truth(course: Course, assignment: str) -> dict:
         record = json.loads(path.read_text())
     except (OSError, ValueError):
         record = None
-    from .grade import preflight_key
+    from .preflight import preflight_key
     from .sandbox import probe
 
     sandbox = probe()[0]
@@ -155,7 +155,7 @@ def truth(course: Course, assignment: str) -> dict:
 def _preflight(course: Course, assignment: str, sandbox: bool) -> dict:
     from . import verify
     from .course import ensure_assignment
-    from .grade import PREFLIGHT_CELL_TIMEOUT, _job_base, run_preflight
+    from .preflight import PREFLIGHT_CELL_TIMEOUT, base_job, run_preflight
     from .release import ensure_tools_on_path
     from .rundir import RunDir
     from .sandbox import Limits
@@ -165,7 +165,7 @@ def _preflight(course: Course, assignment: str, sandbox: bool) -> dict:
         release = run.path / "release"
         ensure_assignment(course, assignment, release=release)
         plan = verify.plan(course.source / assignment, course.notebooks(assignment))
-        job = _job_base(course, assignment, run.path, plan, Limits(cell_timeout=PREFLIGHT_CELL_TIMEOUT),
+        job = base_job(course, assignment, run.path, plan, Limits(cell_timeout=PREFLIGHT_CELL_TIMEOUT),
                         sandbox, ("course_lib",), release)
         try:
             return run_preflight(course, assignment, run.path, plan, job, sandbox, ("course_lib",))
@@ -178,7 +178,7 @@ def _preflight(course: Course, assignment: str, sandbox: bool) -> dict:
 # ---------------------------------------------------------------------------------------------
 def graded_students(course: Course, assignment: str) -> list[str]:
     """Students whose submission of `assignment` is graded (not failed), with an autograded copy."""
-    from .grade import failed_students
+    from .status import failed_students
 
     failed = failed_students(course, assignment)
     return sorted(p.parent.name for p in course.autograded.glob(f"*/{assignment}")
@@ -251,7 +251,7 @@ def misconceptions(course: Course, assignment: str, truth_record: dict | None = 
                 tests = [g for g in hidden if var in reads.get(g, set())]
                 counts, labels, examples, n_wrong = Counter(), {}, {}, 0
                 for s, meta in books.items():
-                    entry = _counted(meta, cell, var)
+                    entry = counted_answer(meta, cell, var)
                     if tests:
                         right, label = _variable_verdict(var, tests, meta.get("verdicts", {}))
                     else:
@@ -265,7 +265,7 @@ def misconceptions(course: Course, assignment: str, truth_record: dict | None = 
                     counts[cat] += 1
                     if label:
                         labels[cat] = label
-                        ok, v = _decode(entry)
+                        ok, v = decode_entry(entry)
                         if ok:
                             examples.setdefault(cat, [])
                             if show(v) not in examples[cat] and len(examples[cat]) < 3:
@@ -292,7 +292,7 @@ def _decision(meta: dict, cell):
     return (((meta.get("predictions") or {}).get("questions") or {}).get(cell.question))
 
 
-def _counted(meta: dict, cell, var: str):
+def counted_answer(meta: dict, cell, var: str):
     """The answer the report counts: for a predict-then-verify question, the prediction
     committed before the truth was revealed; otherwise the final answer."""
     d = _decision(meta, cell)
@@ -338,8 +338,8 @@ def score_rows(course: Course, assignment: str) -> list[dict]:
     """Every graded student's score per notebook (failed gradings left out: they are no zeros)."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    from .grade import failed_students, flag_reasons
     from .ledger import status as ledger_status
+    from .status import failed_students, flag_reasons
 
     failed = failed_students(course, assignment)
     rows = []
@@ -455,7 +455,7 @@ def report(course: Course, assignment: str, out_dir: Path | None = None) -> dict
                        "min": min(s), "max": max(s),
                        "max_score": max(r["max_score"] for r in srows if r["notebook"] == nb)}
     from .copies import write_copies
-    from .grade import failed_students
+    from .status import failed_students
     from .report_html import write_report_html
 
     write_report_html(out, assignment, rows, changes, srows, summary)

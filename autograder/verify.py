@@ -33,6 +33,7 @@ import nbformat
 from course_lib.question_ids import metadata, question_of, role_of
 
 from .course import HIDDEN_BEGIN, assigned_names
+from . import verifier_program
 
 #: a test cell that takes longer than this in the clean process has a problem of its own
 VERIFY_TIMEOUT_PER_TEST = 30
@@ -98,13 +99,13 @@ def named_answers(source: str, answers) -> list[str]:
             found.append((node.lineno, node.col_offset, node.value))
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             # a question declared in course_lib.questions (grade("phases_q3")) reads its variables
-            for name in _declared_variables(node.value):
+            for name in declared_variables(node.value):
                 if name in answers:
                     found.append((node.lineno, node.col_offset, name))
     return list(dict.fromkeys(n for _, _, n in sorted(found)))
 
 
-def _declared_variables(qid: str) -> list[str]:
+def declared_variables(qid: str) -> list[str]:
     """The answer variables of a question declared in course_lib.questions, or []."""
     if not re.fullmatch(r"[a-z]+_q\d+[a-z]?", qid):
         return []
@@ -205,116 +206,12 @@ def grading_values(test: TestCell, answers: dict, nb=None) -> dict[str, dict]:
 # ---------------------------------------------------------------------------------------------
 # The clean process
 # ---------------------------------------------------------------------------------------------
-# Runs as `python -I -c PROGRAM` (no working directory or PYTHON* variables on sys.path) in a
-# sandbox of its own; reads the job as JSON on stdin, prints the verdicts as JSON.
-PROGRAM = r'''
-import ast, builtins, contextlib, io, json, os, re, sys, warnings
-warnings.simplefilter("ignore")
-try:
-    from course_lib.answers import decode
-    import course_lib, course_lib.checks   # imported once: every forked child starts with them
-except Exception as e:
-    print(json.dumps({"fatal": f"cannot import course_lib.answers: {type(e).__name__}: {e}"}), flush=True)
-    sys.exit(0)
-WARNING = re.compile(r"^\S.*:\d+: \w*Warning: ")
-
-def strip_warnings(text):
-    out, skip = [], False
-    for line in text.splitlines(keepends=True):
-        if WARNING.match(line):
-            skip = True
-            continue
-        if skip and line.startswith((" ", "\t")):
-            continue
-        skip = False
-        out.append(line)
-    return "".join(out)
-
-def fail(ename, message, label=None):
-    return {"passed": False, "score": 0.0, "ename": ename, "message": message[:2000],
-            "label": label if isinstance(label, str) else None}
-
-def run(test):
-    ns = {"__name__": "__main__", "__builtins__": builtins}
-    for name, entry in test["values"].items():
-        if "value" in entry:
-            try:
-                ns[name] = decode(entry["value"])
-            except Exception as e:
-                return fail("UnsupportedAnswer", f"{name}: {e}")
-        elif "error" in entry:
-            return fail("UnsupportedAnswer", f"{name} could not be recorded: {entry['error']}")
-        elif "withheld" in entry:     # the rule grades nothing (autograder.predictions)
-            return fail("PredictionChanged", entry["withheld"], entry.get("rule") or "changed-after-reveal")
-    try:
-        tree = ast.parse(test["source"])
-    except SyntaxError as e:
-        return fail("SyntaxError", str(e))
-    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-    err = io.StringIO()
-    value = None
-    try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            exec(compile(tree, "<" + test["grade_id"] + ">", "exec"), ns)
-            if last is not None:
-                value = eval(compile(ast.Expression(last.value), "<" + test["grade_id"] + ">", "eval"), ns)
-    except Exception as e:
-        return fail(type(e).__name__, str(e), getattr(e, "label", None))
-    rest = strip_warnings(err.getvalue())
-    if rest.strip():     # as nbgrader: output on stderr fails a test cell
-        return fail("Stderr", rest.strip()[-500:])
-    points = test["points"]
-    if value is not None:   # as nbgrader: a number as the cell's value is partial credit
-        try:
-            grade = float(repr(value))
-        except (TypeError, ValueError):
-            grade = None
-        if grade is not None and grade >= 0:
-            if grade > points:
-                return fail("ValueError", "partial credit cannot be greater than maximum points for cell")
-            return {"passed": grade == points, "score": grade, "ename": None,
-                    "message": f"partial credit {grade:g} of {points:g}", "label": None}
-    return {"passed": True, "score": points, "ename": None, "message": "", "label": None}
-
-def verdicts(job):
-    os.environ.update(job.get("env") or {})   # the graded student's variant (this child only)
-    out = {}
-    for test in job["tests"]:
-        try:
-            out[test["key"]] = run(test)
-        except BaseException as e:   # SystemExit, KeyboardInterrupt raised by a test: a failure
-            out[test["key"]] = fail(type(e).__name__, str(e))
-    return {"results": out}
-
-print(json.dumps({"ready": True}), flush=True)
-for line in sys.stdin:
-    # one child per submission, forked from this process, which has only imported course_lib:
-    # nothing a test did for one submission is there for the next
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        try:
-            data = json.dumps(verdicts(json.loads(line))).encode()
-        except BaseException as e:
-            data = json.dumps({"fatal": f"{type(e).__name__}: {e}"}).encode()
-        view = memoryview(data)
-        while view:
-            view = view[os.write(w, view):]
-        os._exit(0)
-    os.close(w)
-    chunks = []
-    while True:
-        chunk = os.read(r, 1 << 20)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(r)
-    _, status = os.waitpid(pid, 0)
-    text = b"".join(chunks).decode()
-    print(text if text else json.dumps({"fatal": f"the verifying process died (status {status})"}), flush=True)
-'''
+# Runs as `python -I -c <the source of autograder/verifier_program.py>` in a sandbox of its own:
+# only the Python install and course_lib are visible there, not this package, so the module's
+# source text is sent rather than its name.
+def program() -> str:
+    """The verifier program's source (autograder/verifier_program.py), read when it starts."""
+    return Path(verifier_program.__file__).read_text()
 
 
 class VerifyError(RuntimeError):
@@ -332,7 +229,7 @@ class Verifier:
         self.spec = spec
         cwd = spec.home if spec.enabled else spec.cwd
         self.log = open(log_file, "ab") if log_file else subprocess.DEVNULL
-        self.proc = subprocess.Popen(spec.command(["-I", "-c", PROGRAM]), stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen(spec.command(["-I", "-c", program()]), stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self.log, env=dict(spec.env), cwd=cwd)
         self._buf = b""
         first = self._line(60)

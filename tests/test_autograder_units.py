@@ -26,11 +26,15 @@ import nbformat
 import pytest
 
 from autograder.cli import main
+from autograder.autograde import read_submission
 from autograder.collect import collect
 from autograder.course import Course
 from autograder.feedback import feedback, leaked_lines, source_secrets
-from autograder.grade import cell_scores, grade, merge_submission, read_submission, saved_preflight, status_path
+from autograder.grade import cell_scores, grade
+from autograder.merge import merge_submission
+from autograder.preflight import saved_preflight
 from autograder.sandbox import Limits
+from autograder.status import status_path
 from course_lib.exercises.question_ids import cell_id
 from tiny_course import (FAST, NO_SANDBOX_FLAG, PY, REPO, SANDBOX, SANDBOX_ARG, run_cli, student_nb,
                          write_class)

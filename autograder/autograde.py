@@ -1,0 +1,428 @@
+"""Autograde one submission in a worker process, inside a private temporary course (grade_one).
+
+nbgrader's own Autograde converter runs the submission's kernel in the sandbox; every test is
+then re-verified in a clean process (autograder.verify) and the clean verdicts become the scores
+in the private gradebook, which the parent merges (autograder.merge).
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import logging
+import os
+import shutil
+import signal
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from course_lib.question_ids import cell_id
+
+from .release import nbgrader_config
+from .safefiles import copy_tree
+from .outputs import sanitize_markdown
+from .sandbox import Limits, die_with_parent, make_spec
+from .sandboxed_execute import RECORDER_REPLACED
+from . import predictions, variants, verify
+from . import ledger as hub_ledger
+
+PARSE_SECONDS = 60               # reading what a submission supplies outside the sandbox (its prediction record)
+
+
+@dataclass
+class Graded:
+    """What grading one submission produced: grade_one's result, sent from the worker to the
+    parent (autograder.grade merges it; autograder.preflight checks the solution's)."""
+    student: str
+    success: bool = False
+    cause: str = ""                 # one line: why it could not be graded
+    log: str = ""                   # nbgrader's log
+    error: str = ""                 # the traceback, and the kernel's last output on a failure
+    data: dict | None = None        # the submission in the private gradebook (read_submission)
+    autograded: str | None = None   # the folder of the autograded notebooks
+    seconds: float = 0.0
+    stopped: dict = field(default_factory=dict)       # notebook -> why its kernel was stopped
+    notes: list = field(default_factory=list)         # what autograder.repair put back
+    flags: list = field(default_factory=list)         # the kernel's verdict differing from the clean one
+    verdicts: dict = field(default_factory=dict)      # notebook -> grade_id -> the clean verdict
+    predictions: list = field(default_factory=list)   # prediction record findings
+    flag_reasons: dict = field(default_factory=dict)  # notebook ("*": all) -> why it is flagged
+    warnings: list = field(default_factory=list)      # refused files, a replaced recorder
+    recorder: str = ""
+    answers: dict = field(default_factory=dict)       # notebook -> the recorded answers
+    timings: dict = field(default_factory=dict)       # notebook -> grade_id -> seconds
+    variant: dict = field(default_factory=dict)       # the student's assigned variant
+    ledger: str = ""                                  # the hub's ledger's verdict (autograder.ledger)
+
+    def graded_status(self, fingerprint: str, sandboxed: bool) -> dict:
+        """The status file of a graded submission (autograder.status)."""
+        return {"status": "graded", "fingerprint": fingerprint,
+                "graded_at": dt.datetime.now(dt.timezone.utc).isoformat(), "sandboxed": sandboxed,
+                "seconds": round(self.seconds, 2), "stopped": self.stopped, "notes": self.notes,
+                "disagreements": self.flags, "predictions": self.predictions,
+                "variant": self.variant or {}, "flags": self.flag_reasons,
+                "ledger": self.ledger or hub_ledger.NOT_VOUCHED,
+                "warnings": self.warnings}
+
+    def failed_status(self, cause: str) -> dict:
+        """The status file of a submission that could not be graded: never a zero."""
+        return {"status": "failed", "cause": cause,
+                "at": dt.datetime.now(dt.timezone.utc).isoformat(), "notes": self.notes,
+                "warnings": self.warnings}
+
+
+@contextlib.contextmanager
+def time_limit(seconds: int, what: str):
+    """Raise TimeoutError when the block runs longer than `seconds` (in a worker's main thread:
+    a hostile file fails its own student, never stalls the class). Elsewhere: no limit."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expired(*_):
+        raise TimeoutError(f"{what} took longer than {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def autograde_config(root: Path, spec_json: str, job: dict, user_config: dict | None = None):
+    """nbgrader Config of a worker's private course: the course's own nbgrader settings, with
+    the paths of the private course and nbgrader's autograde pipeline with Execute replaced by
+    SandboxedExecute."""
+    from traitlets.config import Config
+    from nbconvert.preprocessors import ClearMetadataPreprocessor
+    from nbgrader.preprocessors import AssignLatePenalties, IgnorePattern, LimitOutput, SaveAutoGrades
+
+    from .sandboxed_execute import SandboxedExecute
+
+    limits = Limits(**job["limits"])
+    c = Config(user_config or {})
+    c.merge(nbgrader_config(root))
+    (root / "exchange").mkdir(exist_ok=True)
+    # nbgrader's list without its final CheckCellMetadata: the sanitizing step before execution
+    # has validated the metadata already, and execution does not change it (0.2 s a submission)
+    c.Autograde.autograde_preprocessors = [SandboxedExecute, IgnorePattern, ClearMetadataPreprocessor,
+                                           LimitOutput, SaveAutoGrades, AssignLatePenalties]
+    c.SandboxedExecute.sandbox_spec = spec_json
+    c.SandboxedExecute.timeout = limits.cell_timeout
+    c.SandboxedExecute.startup_timeout = limits.startup_timeout
+    c.SandboxedExecute.notebook_timeout = limits.notebook_timeout
+    c.SandboxedExecute.capture = json.dumps(job["capture"])
+    c.SandboxedExecute.recorder = job.get("recorder") or ""
+    c.SandboxedExecute.deferred = json.dumps(job["hidden"])
+    c.SandboxedExecute.cell_timeouts = json.dumps(job.get("cell_timeouts") or {})
+    c.SandboxedExecute.shutdown_kernel = "immediate"   # the sandbox is thrown away anyway
+    return c
+
+
+_FAST_SQLITE = False
+
+
+def _fast_private_gradebooks() -> None:
+    """In a worker every gradebook is a private throw-away copy: skip fsync on its ~50 commits."""
+    global _FAST_SQLITE
+    if _FAST_SQLITE:
+        return
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    @event.listens_for(Engine, "connect")
+    def _pragmas(dbapi_connection, _record):
+        cur = dbapi_connection.cursor()
+        cur.execute("PRAGMA synchronous=OFF")
+        cur.execute("PRAGMA journal_mode=MEMORY")
+        cur.close()
+
+    _FAST_SQLITE = True
+
+
+def read_submission(db_url: str, assignment: str, student: str) -> dict | None:
+    """A student's submission in a gradebook as plain data."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(db_url) as gb:
+        try:
+            sub = gb.find_submission(assignment, student)
+        except MissingEntry:
+            return None
+        data = {"timestamp": sub.timestamp.isoformat() if sub.timestamp else None, "notebooks": {}}
+        for nb in sub.notebooks:
+            data["notebooks"][nb.name] = {
+                "late_submission_penalty": nb.late_submission_penalty,
+                "grades": {g.name: {"auto_score": g.auto_score, "manual_score": g.manual_score,
+                                    "needs_manual_grade": g.needs_manual_grade, "max_score": g.max_score}
+                           for g in nb.grades},
+                "comments": {c.name: {"auto_comment": c.auto_comment} for c in nb.comments},
+            }
+        return data
+
+
+def _failure_cause(log_text: str, error: str) -> str:
+    """One line saying why nbgrader failed, from its log and the error (not "see the above
+    traceback")."""
+    import re
+
+    lines = [l.strip() for l in (log_text + "\n" + error).splitlines() if l.strip()]
+    for pat in (r"^(?:[\w.]+\.)?\w*(?:Error|Exception): .+", r"^\[\w+\] .*(?:ERROR|error).*"):
+        hits = [l for l in lines if re.match(pat, l) and "the above traceback" not in l
+                and "NbGraderException" not in l]
+        if hits:
+            return hits[-1][:300]
+    return (lines[-1] if lines else "autograde failed (see the log)")[:300]
+
+
+def _prediction_decisions(nb, tests: list, record, no_record: str = "final") -> None:
+    """Which answer each graded question is graded on (autograder.predictions), into the
+    notebook's metadata, where verify.grading_values reads it."""
+    questions = predictions.question_cells(tests)
+    if not questions or record is None:
+        return
+    meta = nb.metadata.setdefault("autograder", {})
+    answers = meta.get("answers", {}) or {}
+    decisions = {}
+    for q, cells in questions.items():
+        entries = {n: (answers.get(cell) or {}).get(n, {"missing": True}) for n, cell in cells.items()}
+        decisions[q] = predictions.decide(record, q, list(cells), entries, no_record).to_json()
+    meta["predictions"] = {"source": record.source, "problems": record.problems, "questions": decisions}
+
+
+def _apply_clean_verdicts(root: Path, a: str, student: str, dest: Path, job: dict,
+                          spec_args: tuple, records: dict) -> tuple[dict, list, dict]:
+    """Re-verify every test in a clean process; the clean verdicts become the scores in the
+    private gradebook and go into each notebook's metadata. Returns (verdicts, disagreements,
+    the autograded notebooks)."""
+    import nbformat.v4
+    from nbgrader.api import Gradebook
+
+    tests = verify.from_json(job["tests"])
+    notebooks = {}
+    for p in sorted(dest.glob("*.ipynb")):
+        # nbgrader has just written and validated these: read and write without validating again
+        notebooks[p.stem] = nbformat.v4.reads(p.read_text())
+    for nb_name, nb in notebooks.items():
+        _prediction_decisions(nb, tests.get(nb_name, []), records.get(nb_name), job.get("no_record") or "final")
+    jobs = verify.verification_jobs(tests, notebooks, variants.student_truth(job.get("truth"), job.get("variant_key")))
+    vbase = Path(job["work"]) / "v" / str(os.getpid())     # this worker's clean process, reused
+    limits, sandbox, packages = spec_args[0], spec_args[1], spec_args[2]
+    results = verify.run_clean(jobs, lambda: make_spec(vbase, a, None, None, *spec_args),
+                               key=f"{sandbox}:{limits.memory_mb}:{limits.tasks}:{packages}",
+                               log_file=Path(job["work"]) / "v" / f"{os.getpid()}.log",
+                               env=variants.kernel_env(job.get("variant_key", ""), student))
+    verdicts, flags = {}, []
+    gb_url = "sqlite:///" + str(root / "gradebook.db")
+    with Gradebook(gb_url) as gb:
+        for nb_name, cells in tests.items():
+            nb = notebooks.get(nb_name)
+            if nb is None:
+                continue
+            by_gid = {cell_id(c) or None: c for c in nb.cells}
+            mine = {}
+            for t in cells:
+                key = f"{nb_name}/{t.grade_id}"
+                if key not in results:
+                    continue
+                r = results[key]
+                g = gb.find_grade(t.grade_id, nb_name, a, student)
+                kernel_score = g.auto_score
+                g.auto_score = r["score"]
+                g.needs_manual_grade = False
+                cell = by_gid.get(t.grade_id)
+                ran = verify.kernel_passed(cell) if cell is not None else None
+                v = {"passed": r["passed"], "score": r["score"], "points": t.points, "message": r["message"],
+                     "label": r["label"], "ename": r["ename"], "hidden": t.hidden, "kernel_score": kernel_score,
+                     "kernel_ran": ran is not None}
+                per = {n: results[f"{key}|{n}"] for n in t.names if f"{key}|{n}" in results}
+                if per:
+                    v["per_variable"] = {n: {"passed": x["passed"], "message": x["message"], "label": x["label"]}
+                                         for n, x in per.items()}
+                if f"{key}|committed" in results:    # the prediction as committed, for the report
+                    c = results[f"{key}|committed"]
+                    v["committed"] = {"passed": c["passed"], "message": c["message"], "label": c["label"]}
+                mine[t.grade_id] = v
+                # the kernel ran the final answers: compare it with their clean verdict
+                same_values = results.get(f"{key}|final", r)
+                if ran is not None and (kernel_score or 0.0) != same_values["score"]:
+                    flags.append({"notebook": nb_name, "cell": t.grade_id, "kernel": kernel_score,
+                                  "clean": same_values["score"], "message": same_values["message"]})
+            verdicts[nb_name] = mine
+            nb.metadata.setdefault("autograder", {})["verdicts"] = mine
+            sanitize_markdown(nb.cells)     # the formgrader shows this notebook: nothing in it may run
+            path = dest / f"{nb_name}.ipynb"
+            mode = path.stat().st_mode
+            path.chmod(mode | 0o200)      # nbgrader leaves autograded notebooks read-only (444)
+            path.write_text(nbformat.v4.writes(nb))
+            path.chmod(mode)
+        gb.db.commit()
+    _late_penalties(root, a, student, list(notebooks), job)
+    return verdicts, flags, notebooks
+
+
+def _late_penalties(root: Path, a: str, student: str, notebooks: list, job: dict) -> None:
+    """nbgrader's late penalty again, now on the clean scores."""
+    from nbformat.v4 import new_notebook
+    from nbgrader.preprocessors import AssignLatePenalties
+
+    cfg = autograde_config(root, "{}", job, job.get("user_config"))
+    pp = AssignLatePenalties(config=cfg)
+    for nb in notebooks:
+        pp.preprocess(new_notebook(), {"nbgrader": {"notebook": nb, "assignment": a, "student": student,
+                                                    "db_url": "sqlite:///" + str(root / "gradebook.db")}})
+
+
+def worker_init(parent: int) -> None:
+    import warnings
+
+    from sqlalchemy.exc import SAWarning
+
+    die_with_parent(parent)
+    verify.forget_verifiers()
+    # nbgrader 0.9's gradebook code trips SQLAlchemy 2's session warnings by the hundred: harmless
+    # and not free (a formatted warning per flush)
+    warnings.filterwarnings("ignore", category=SAWarning)
+
+
+def _prediction_records(submitted: Path, tests: dict) -> dict:
+    """{notebook: autograder.predictions.Record} read from the submission as handed in (its
+    record file and the receipts in its outputs, which nbgrader clears before it executes)."""
+    stamp = submitted / "timestamp.txt"
+    at = stamp.read_text(errors="replace").strip() if stamp.is_file() else None
+    return {nb: predictions.read_record(submitted, nb, predictions.questions_of(cells), at)
+            for nb, cells in tests.items() if predictions.prediction_questions(cells)}
+
+
+def grade_one(job: dict) -> Graded:
+    """Autograde one submission (runs in a worker process)."""
+    from nbgrader.apps import NbGraderAPI
+
+    from .repair import Unrepairable
+
+    t0 = time.monotonic()
+    _fast_private_gradebooks()
+    a, student = job["assignment"], job["student"]
+    work = Path(job["work"])
+    base, root = _private_course(job)
+    out = Graded(student)
+    # regular files only, opened without following links (a link to /etc/shadow or the solution
+    # is refused and reported, never read): everything later reads this copy
+    mine = root / "submitted" / student / a
+    for rel, why in copy_tree(job["submitted"], mine):
+        out.warnings.append(f"{rel}: {why}")
+    try:
+        _repair(mine, job, out.notes)
+        _private_student(root, job)
+        tests = verify.from_json(job["tests"])
+        with time_limit(PARSE_SECONDS, "reading the prediction record handed in"):
+            records = _prediction_records(mine, tests)
+            hub_ledger.apply(out, records, tests, job.get("ledger"))     # --ledger: the hub's copy
+        expected = variants.assigned(job.get("variant_key", ""), job.get("variant_questions") or [])
+        out.variant = expected
+        out.predictions += variants.mismatches(records, expected)
+        limits = Limits(**job["limits"])
+        spec_args = (limits, job["sandbox"], tuple(job["packages"]), work)
+        spec = make_spec(base / "k", a, root / "submitted" / student / a, Path(job["extras"]), *spec_args)
+        spec.env.update(variants.kernel_env(job.get("variant_key", ""), student))   # the student's numbers
+        api = NbGraderAPI(config=autograde_config(root, spec.to_json(), job, job.get("user_config")))
+        api.log.setLevel(logging.WARNING)
+        result = api.autograde(a, student, force=True, create=True)
+        out.log = result.get("log", "") or ""
+        out.error = result.get("error", "") or ""
+        dest = root / "autograded" / student / a
+        if result.get("success") and dest.is_dir():
+            out.verdicts, out.flags, books = _apply_clean_verdicts(root, a, student, dest, job, spec_args, records)
+            _take_notebooks(out, books)
+            out.data = read_submission("sqlite:///" + str(root / "gradebook.db"), a, student)
+            out.autograded = str(dest)
+            out.success = True
+        else:
+            out.cause = _failure_cause(out.log, out.error)
+    except Unrepairable as e:
+        out.cause = f"cannot be graded: {e}"
+        out.error = str(e)
+    except verify.VerifyError as e:
+        out.cause = str(e)
+        out.error = traceback.format_exc()
+    except Exception as e:
+        out.error = traceback.format_exc()
+        out.cause = f"{type(e).__name__}: {e}"[:300]
+    from .sandbox import close_socket_dirs
+
+    close_socket_dirs()
+    klog = base / "k" / "kernel.log"
+    if not out.success and klog.is_file():
+        out.error += "\n--- kernel output (last 3000 characters) ---\n" + klog.read_text(errors="replace")[-3000:]
+    out.seconds = time.monotonic() - t0
+    return out
+
+
+def _private_course(job: dict) -> tuple[Path, Path]:
+    """(the worker's folder for this submission, the private course in it): a copy of the
+    gradebook without any student data and the assignment's non-notebook files."""
+    a, student = job["assignment"], job["student"]
+    base = Path(job["work"]) / "s" / str(job.get("slot") or student)   # short: unix socket paths are limited
+    if base.exists():
+        shutil.rmtree(base)
+    root = base / "course"
+    (root / "submitted" / student).mkdir(parents=True)
+    os.chmod(root, 0o700)       # the private gradebook, the hidden tests: never for the kernel's uid
+    shutil.copy(job["template_db"], root / "gradebook.db")
+    shutil.copytree(job["extras"], root / "source" / a)
+    return base, root
+
+
+def _repair(mine: Path, job: dict, notes: list) -> None:
+    """Each submitted notebook with its stripped nbgrader metadata put back (autograder.repair);
+    "notebook: what was repaired" lines appended to `notes` as each is done. Unrepairable names
+    the notebook."""
+    from .repair import Unrepairable, fix_file
+
+    for p in sorted(mine.glob("*.ipynb")):
+        try:
+            notes += [f"{p.stem}: {n}" for n in fix_file(p, Path(job["release"]) / job["assignment"] / p.name,
+                                                         job["capture"])]
+        except Unrepairable as e:
+            raise Unrepairable(f"{p.name}: {e}") from None
+
+
+def _private_student(root: Path, job: dict) -> None:
+    """The student's gradebook record and extension, copied into the private gradebook (late
+    penalties and the merged record need them)."""
+    from nbgrader.api import Gradebook
+
+    a, student = job["assignment"], job["student"]
+    if job.get("student_record") or job.get("extension"):
+        with Gradebook("sqlite:///" + str(root / "gradebook.db")) as gb:
+            gb.update_or_create_student(student, **(job.get("student_record") or {}))
+            if job.get("extension"):
+                from nbgrader.utils import parse_utc
+
+                gb.add_submission(a, student, extension=parse_utc(job["extension"]))
+
+
+def _take_notebooks(out: Graded, books: dict) -> None:
+    """What the autograded notebooks' metadata says, into `out`: why each is flagged, the
+    prediction findings, the recorded answers and times, a replaced recorder, a stopped kernel."""
+    for f in out.flags:
+        out.flag_reasons.setdefault(f["notebook"], []).append(
+            f"{f['cell']}: the kernel's verdict differs from the re-verification (check for tampering)")
+    for name, book in books.items():
+        meta = book.metadata.get("autograder", {})
+        lines = predictions.summarize(meta)
+        out.predictions += [f"{name}: {line}" for line in lines]
+        if lines:
+            out.flag_reasons.setdefault(name, []).extend(lines)
+        out.answers[name] = meta.get("answers", {})
+        out.timings[name] = meta.get("timings", {})
+        out.recorder = out.recorder or meta.get("recorder", "")
+        if meta.get("recorder_replaced"):
+            out.warnings.append(f"{name}: {RECORDER_REPLACED}: the answers recorded after that failed their tests")
+        if meta.get("stopped"):
+            out.stopped[name] = meta["stopped"]

@@ -1,0 +1,142 @@
+"""What a student's outputs and markdown may hold once stored and shown (the formgrader, the
+feedback pages): each output capped, a notebook's outputs capped in all, HTML or JavaScript that
+could run in a browser made text. Used by autograder.sandboxed_execute and autograder.feedback."""
+from __future__ import annotations
+
+import json
+import re
+
+from nbformat.notebooknode import NotebookNode
+
+
+MAX_OUTPUT_CHARS = 100_000     # per output (a text, an image's base64): more is cut with a note
+
+
+CUT_NOTE = "\n[... output cut by the grader: {n:,} characters, the first {k:,} shown ...]\n"
+
+
+MAX_NOTEBOOK_OUTPUT_CHARS = 2_000_000   # all outputs of a notebook together: later ones are dropped with a note
+
+
+TOTAL_NOTE = ("[... outputs dropped by the grader: this notebook's outputs passed {limit:,} characters in all "
+              "...]\n")
+
+
+def output_chars(out) -> int:
+    """Characters an output (or a message's content) holds: text, data, traceback."""
+    n = 0
+    for key in ("text", "evalue"):
+        v = out.get(key)
+        n += len(v) if isinstance(v, str) else sum(len(x) for x in v) if isinstance(v, list) else 0
+    for v in (out.get("data") or {}).values():
+        n += len(v) if isinstance(v, str) else sum(len(x) for x in v) if isinstance(v, list) else len(json.dumps(v))
+    n += sum(len(t) for t in out.get("traceback") or [])
+    n += len(json.dumps(out.get("metadata") or {}))
+    return n
+
+
+def cap_total_outputs(cells, limit: int = MAX_NOTEBOOK_OUTPUT_CHARS) -> None:
+    """Keep the outputs of `cells` up to `limit` characters in all; the rest are replaced by one
+    note per cell: 2,500 outputs of 95,000 characters make no 238 MB page."""
+    total = 0
+    for cell in cells:
+        if cell.get("cell_type") != "code":
+            continue
+        kept = []
+        for out in cell.get("outputs", []):
+            size = output_chars(out)
+            if total + size > limit:
+                kept.append(NotebookNode(output_type="stream", name="stdout", text=TOTAL_NOTE.format(limit=limit)))
+                total = limit + 1
+                break
+            total += size
+            kept.append(out)
+        cell.outputs = kept
+
+
+_ACTIVE_HTML = re.compile(r"<\s*/?\s*(?:script|iframe|frame|object|embed|applet|link|meta|base|form|style|svg|math|"
+                          r"template)\b|\bon[a-z]+\s*=|javascript\s*:|vbscript\s*:|data\s*:\s*text/html|srcdoc\s*=",
+                          re.IGNORECASE)
+
+
+_SCRIPT_MIMES = ("application/javascript", "text/javascript", "application/x-javascript",
+                 "application/vnd.jupyter.widget-view+json")
+
+
+def active_html(text: str) -> bool:
+    """Whether HTML could run something or reach out when shown (scripts, event handlers,
+    frames, forms, javascript: links...)."""
+    return bool(_ACTIVE_HTML.search(text))
+
+
+INERT_NOTE = "*[shown as text by the grader: this cell's HTML could run code in a browser]*"
+
+
+def inert_markdown(source: str) -> str:
+    """A markdown (or raw) cell whose HTML could run code, as its text: escaped (also `=` and
+    `:`, so that the result is no longer active_html) inside <pre>."""
+    import html
+
+    text = html.escape(source).replace("=", "&#61;").replace(":", "&#58;")
+    return f"{INERT_NOTE}\n\n<pre>{text}</pre>"
+
+
+def sanitize_markdown(cells) -> None:
+    """Markdown and raw cells of `cells` that could run code in a browser, made text (in place)."""
+    for cell in cells:
+        if cell.get("cell_type") in ("markdown", "raw") and active_html(cell.get("source", "")):
+            cell["source"] = inert_markdown(cell["source"])
+
+
+def sanitize_outputs(cell) -> None:
+    """A student's outputs made inert for the instructor's and student's pages: JavaScript outputs
+    are dropped, HTML (or SVG) that could run anything is replaced by its text (the output's
+    text/plain, or a note)."""
+    for out in cell.get("outputs", []):
+        data = out.get("data")
+        if not isinstance(data, dict):
+            continue
+        for mime in list(data):
+            value = data[mime]
+            text = "".join(value) if isinstance(value, list) else value
+            if mime in _SCRIPT_MIMES or (mime in ("text/html", "image/svg+xml", "text/markdown", "text/latex")
+                                         and isinstance(text, str) and active_html(text)):
+                del data[mime]
+                data.setdefault("text/plain", f"[{mime} output removed by the grader: it could run code in a browser]")
+
+
+def cap_outputs(cell, limit: int = MAX_OUTPUT_CHARS) -> None:
+    """Cut every output of `cell` longer than `limit` characters, saying so: a 10 MB line must
+    not be stored in the gradebook's notebooks and fed back whole."""
+    note = CUT_NOTE
+    for out in cell.get("outputs", []):
+        kind = out.get("output_type")
+        if kind == "stream":
+            text = out.get("text", "")
+            text = "".join(text) if isinstance(text, list) else text
+            if len(text) > limit and not text[limit:].startswith("\n[... output cut by the grader: "):
+                out["text"] = text[:limit] + note.format(n=len(text), k=limit)
+        elif kind == "error":
+            tb = out.get("traceback", [])
+            if sum(len(t) for t in tb) + len(out.get("evalue", "")) > limit:
+                out["evalue"] = out.get("evalue", "")[:limit // 2]
+                kept, size = [], 0
+                for t in tb:
+                    if size + len(t) > limit // 2:
+                        kept.append(note.format(n=sum(len(x) for x in tb), k=size))
+                        break
+                    kept.append(t)
+                    size += len(t)
+                out["traceback"] = kept
+        elif kind in ("execute_result", "display_data"):
+            data = out.get("data", {})
+            for mime in list(data):
+                value = data[mime]
+                text = "".join(value) if isinstance(value, list) else value
+                if isinstance(text, str) and len(text) > limit:
+                    if mime.startswith("text/") and mime != "text/html":
+                        data[mime] = text[:limit] + note.format(n=len(text), k=limit)
+                    else:   # an image or HTML cut in half is garbage: drop it, keep the note
+                        del data[mime]
+                        data.setdefault("text/plain", f"[{mime} output of {len(text):,} characters removed by the "
+                                                      f"grader: more than {limit:,}]")

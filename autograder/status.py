@@ -1,0 +1,55 @@
+"""What the last `grade` run did with each submission: autograded/.autograder/<assignment>/<student>.json
+({"status": "graded"|"failed", ...}), read by `export`, `report` and the copy check."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from .course import Course
+
+
+def flag_reasons(course: Course, assignment: str, student: str) -> list[str]:
+    """Why the last grading flagged this submission: "notebook: why" lines (a failure, a
+    disagreement with the re-verification, a prediction record missing or edited, a prediction
+    changed after its reveal); empty when nothing did."""
+    st = grading_status(course, assignment, student)
+    if st.get("status") == "failed":
+        return [f"grading failed: {st.get('cause', 'failed')}"]
+    return [f"{nb}: {why}" for nb, whys in sorted((st.get("flags") or {}).items()) for why in whys]
+
+
+def write_json(path: Path, data) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
+    os.replace(tmp, path)
+
+
+def status_path(course: Course, assignment: str, student: str) -> Path:
+    return course.state / assignment / f"{student}.json"
+
+
+def grading_status(course: Course, assignment: str, student: str) -> dict:
+    """What the last run did with this submission: {"status": "graded"|"failed", ...} or {}."""
+    p = status_path(course, assignment, student)
+    try:
+        return json.loads(p.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def failed_students(course: Course, assignment: str) -> dict[str, str]:
+    """{student: cause} of the submissions whose last grading failed."""
+    d = course.state / assignment
+    out = {}
+    for p in sorted(d.glob("*.json")) if d.is_dir() else []:
+        if p.name.startswith(("_", ".")):   # _preflight.json: not a student (ids start alphanumeric)
+            continue
+        try:
+            st = json.loads(p.read_text())
+        except ValueError:
+            continue
+        if st.get("status") == "failed":
+            out[p.stem] = st.get("cause", "failed")
+    return out
