@@ -1,8 +1,11 @@
 """The grades CSV, written by one function for `grade --out` (one assignment) and `export` (all).
 
-One rule for both: a submission whose grading failed is never a zero -- its score columns, its
-late penalty and (for one assignment) its total are empty, and its status says
-"failed: <cause>"; it adds nothing to a total over assignments.
+The same rules for both:
+* a submission whose grading failed is never a zero: its score columns, its late penalty and (for
+  one assignment) its total are empty, and its status says "failed: <cause>"; it adds nothing
+  to a total over assignments, and a student with nothing but failures has an empty total;
+* a notebook missing from a graded submission scores 0 (the submission was handed in without it);
+  an assignment not handed in at all is "missing", its score columns empty.
 
 * one assignment: student_id, a column per notebook (course.notebooks order), late_penalty,
   total, max_score, status ("graded" or "failed: <cause>").
@@ -94,10 +97,12 @@ def _every_assignment(gb, course: Course, with_max: bool) -> list[list]:
         st = people.get(sid)
         row = [sid, (st.last_name or "") if st else "", (st.first_name or "") if st else "",
                (st.email or "") if st else ""]
-        total, penalty = 0.0, 0.0
+        total, penalty, failed_only = 0.0, 0.0, True
         for a, nbs in notebooks.items():
             e = per[a].get(sid) or Entry()
-            row += [_fmt(e.scores[n]) if n in e.scores else "" for n, _ in nbs]
+            scored = e.submitted and e.failed is None
+            failed_only = failed_only and e.failed is not None
+            row += [_fmt(e.scores.get(n, 0.0)) if scored else "" for n, _ in nbs]
             row.append(f"failed: {e.failed}" if e.failed is not None else
                        "needs manual grade" if e.manual else "graded" if e.submitted else "missing")
             # nbgrader's flag decides (an instructor unflags after looking); the grader's
@@ -107,7 +112,7 @@ def _every_assignment(gb, course: Course, with_max: bool) -> list[list]:
             row.append(ledger_status(course, a, sid) if e.submitted and e.failed is None else "")
             total += sum(e.scores.values())
             penalty += e.penalty
-        rows.append(row + [_fmt(penalty), _fmt(total - penalty)])
+        rows.append(row + (["", ""] if failed_only else [_fmt(penalty), _fmt(total - penalty)]))
     if with_max:
         maxrow = ["(max)", "", "", ""]
         for a, nbs in notebooks.items():

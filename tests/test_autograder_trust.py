@@ -236,6 +236,8 @@ def test_an_ambiguous_repair_fails_and_is_never_a_zero(run):
     # t3's written answer (Why GB and not GiB?) is not graded yet: its point is not in the 5
     assert rows["right"]["t3/status"] == "needs manual grade" and rows["right"]["t3/units"] == "5"
     assert rows["ambiguous"]["t3/flag"].startswith("grading failed: cannot be graded"), rows["ambiguous"]
+    # one rule in both files (autograder.gradesheet): nothing but a failure is an empty total, not 0
+    assert (rows["ambiguous"]["late_penalty"], rows["ambiguous"]["total"]) == ("", ""), rows["ambiguous"]
     grades = {r["student_id"]: r for r in csv.DictReader((run["base"] / "grades.csv").open())}
     assert grades["ambiguous"]["total"] == "" and grades["ambiguous"]["status"].startswith("failed:")
     assert "left out (grading failed): ambiguous" in run["report"].stdout
