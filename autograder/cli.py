@@ -159,15 +159,10 @@ def cmd_grade(args) -> int:
     for student, why in sorted(s.stopped.items()):
         for nb, reason in why.items():
             print(f"  stopped early: {student} {nb}: {reason}")
-    for student, notes in sorted(s.notes.items()):
-        for note in notes:
-            print(f"  repaired: {student} {note}")
-    for student, lines in sorted(s.warnings.items()):
-        for line in lines:
-            print(f"  WARNING: {student} {line}")
-    for student, lines in sorted(s.predictions.items()):
-        for line in lines:
-            print(f"  predictions: {student} {line}")
+    for label, per_student in (("repaired", s.notes), ("WARNING", s.warnings), ("predictions", s.predictions)):
+        for student, lines in sorted(per_student.items()):
+            for line in lines:
+                print(f"  {label}: {student} {line}")
     for student, flags in sorted(s.flags.items()):
         for f in flags:
             print(f"  VERDICTS DIFFER: {student} {f['notebook']}/{f['cell']}: the kernel gave {f['kernel']}, the "
