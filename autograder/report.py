@@ -63,7 +63,7 @@ NOT_RECORDED = "(not recordable)"
 # ---------------------------------------------------------------------------------------------
 def decode_entry(entry):
     """(ok, value) from a recorded entry {"value": ...} / {"error": ...} / {"missing": true}."""
-    from course_lib.answers import decode
+    from course_lib.exercises.answers import decode
 
     if not isinstance(entry, dict) or "value" not in entry:
         return False, None
@@ -304,7 +304,7 @@ def counted_answer(meta: dict, cell, var: str):
 def changes_after_reveal(course: Course, assignment: str) -> list[dict]:
     """Per predict-then-verify question: each student who changed the answer after its truth was
     revealed, from what to what; and how many graded notebooks had no prediction record."""
-    from course_lib.answers import decode
+    from course_lib.exercises.answers import decode
 
     rows = []
     for nb in course.notebooks(assignment):

@@ -32,16 +32,18 @@ def _error_output(ename: str, evalue: str) -> NotebookNode:
 
 def capture_expression(names: list[str]) -> str:
     """An expression that, evaluated in the kernel's namespace, returns (the JSON record of
-    `names` (course_lib.answers.record), a fingerprint of the recorder's code): a kernel that
-    replaced the recorder shows another fingerprint than the solution's kernel did."""
+    `names` (course_lib.exercises.answers.record), a fingerprint of the recorder's code): a kernel
+    that replaced the recorder shows another fingerprint than the solution's kernel did. The real
+    module, not its old-name shim course_lib.answers: the shim's names are copies, so a kernel
+    that replaced a function in the real module would still show the shim's originals."""
     return ("(lambda m: (m.record({names!r}, globals()), __import__('hashlib').sha256(repr([(f.__module__, "
             "f.__code__.co_code, [c for c in f.__code__.co_consts if not hasattr(c, 'co_code')], "
             "f.__code__.co_names) for f in (m.record, m.encode, "
-            "m._encode_numpy, m._float)]).encode()).hexdigest()))(__import__('course_lib.answers', "
+            "m._encode_numpy, m._float, m._numpy)]).encode()).hexdigest()))(__import__('course_lib.exercises.answers', "
             "fromlist=['record']))").format(names=list(names))
 
 
-RECORDER_REPLACED = ("the kernel replaced the answer recorder (course_lib.answers): its record is not the value of "
+RECORDER_REPLACED = ("the kernel replaced the answer recorder (course_lib.exercises.answers): its record is not the value of "
                      "the answer cell, so this answer is not taken")
 
 
@@ -264,7 +266,7 @@ class SandboxedExecute(Execute):
             log.warning("could not kill the kernel: %s", e)
 
     def _capture(self, names, meta_out: dict) -> dict:
-        """The record of `names` in the student's kernel now (course_lib.answers.record); a
+        """The record of `names` in the student's kernel now (course_lib.exercises.answers.record); a
         failure is recorded for each name. A silent request: no pre/post-run hooks fire. Where the
         recorder is not the solution kernel's (`recorder`), nothing is taken and it is flagged
         (meta_out["recorder_replaced"])."""
