@@ -56,7 +56,8 @@ def possible_copies(course: Course, assignment: str) -> list[dict]:
     """One row per (student, answer) that looks copied, with the evidence."""
     from . import variants
     from .status import grading_status
-    from .report import counted_answer, decode_entry, graded_students, show
+    from .report import counted_answer, graded_students
+    from .values import decode_entry, show
 
     qids = variants.questions(course, assignment)
     if not qids:

@@ -43,7 +43,6 @@ from __future__ import annotations
 import csv
 import json
 import math
-import re
 import statistics
 from collections import Counter
 from pathlib import Path
@@ -51,6 +50,7 @@ from pathlib import Path
 import nbformat
 
 from .course import Course, answer_cells
+from .values import decode_entry, show
 from . import csvsafe
 
 NO_ANSWER = "(no answer)"
@@ -61,37 +61,6 @@ NOT_RECORDED = "(not recordable)"
 # ---------------------------------------------------------------------------------------------
 # answers -> printable categories
 # ---------------------------------------------------------------------------------------------
-def decode_entry(entry):
-    """(ok, value) from a recorded entry {"value": ...} / {"error": ...} / {"missing": true}."""
-    from course_lib.exercises.answers import decode
-
-    if not isinstance(entry, dict) or "value" not in entry:
-        return False, None
-    try:
-        return True, decode(entry["value"])
-    except Exception:
-        return False, None
-
-
-def show(value) -> str:
-    """A short printable form of an answer value."""
-    from course_lib.units import is_quantity
-
-    if is_quantity(value):
-        return f"{show(value.magnitude)} {value.units:~P}"
-    if hasattr(value, "dtype") and getattr(value, "size", 2) == 1:
-        return show(value.item() if hasattr(value, "item") else value)
-    if isinstance(value, bool) or value is None:
-        return str(value)
-    if isinstance(value, (int, float)):
-        return f"{value:.3g}"
-    if isinstance(value, str):
-        return re.sub(r"\s+", " ", value.strip())[:40] or "(empty string)"
-    if isinstance(value, (tuple, list)):
-        return "(" + ", ".join(show(v) for v in value)[:40] + ")"
-    return str(value)[:40]
-
-
 def _ratio(value, truth) -> float | None:
     from course_lib.units import is_quantity
 
