@@ -2,7 +2,7 @@
 
 A notebook column holds the notebook's score (auto + manual, as in the formgrader); it is empty
 when the student has no submission of that assignment, and when grading the submission failed:
-a failure is never a zero. Each assignment has two more columns:
+a failure is never a zero. Each assignment has four more columns:
 
 * `<assignment>/status`: "graded"; "needs manual grade" (a written answer nobody has graded
   yet: its points are not in the score); "failed: <cause>"; "missing" (no submission from a
@@ -14,7 +14,10 @@ a failure is never a zero. Each assignment has two more columns:
 * `<assignment>/ledger`: whether the hub's prediction ledger vouches for the prediction record
   (`grade --ledger`, autograder.ledger): "vouched", "record differs from the hub's ledger" (also
   a flag), or "not vouched" (graded without a ledger: a laptop or Binder; information, not a
-  penalty); empty without a graded submission.
+  penalty); empty without a graded submission;
+* `<assignment>/variant`: the numbers the student's questions were asked with (course_lib's
+  per-student variants: "Q2: ...; Q3: ...", from the course secret), "the lesson's own" without
+  a secret, empty for an assignment whose questions do not vary.
 
 `late_penalty` sums nbgrader's late penalties; `total` = the notebook scores minus the penalties.
 With `--with-max` a last row, `(max)`, holds the maximum of each column so a spreadsheet can turn

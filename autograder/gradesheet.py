@@ -89,9 +89,10 @@ def _every_assignment(gb, course: Course, with_max: bool) -> list[list]:
         notebooks[a.name] = [(nb.name, nb.max_score) for nb in sorted(a.notebooks, key=lambda n: n.name)]
         per[a.name] = entries(gb, course, a, failed_students(course, a.name))
     people = {st.id: st for st in gb.students}
+    variant_of = _variants(course, list(notebooks))
     header = ["student_id", "last_name", "first_name", "email"]
     for a, nbs in notebooks.items():
-        header += [f"{a}/{n}" for n, _ in nbs] + [f"{a}/status", f"{a}/flag", f"{a}/ledger"]
+        header += [f"{a}/{n}" for n, _ in nbs] + [f"{a}/status", f"{a}/flag", f"{a}/ledger", f"{a}/variant"]
     rows = [header + ["late_penalty", "total"]]
     for sid in sorted(set(people) | {s for es in per.values() for s, e in es.items() if e.failed is not None}):
         st = people.get(sid)
@@ -110,15 +111,44 @@ def _every_assignment(gb, course: Course, with_max: bool) -> list[list]:
             why = flag_reasons(course, a, sid) if (e.flagged or e.failed is not None) else []
             row.append("; ".join(why) or ("flagged" if e.flagged else ""))
             row.append(ledger_status(course, a, sid) if e.submitted and e.failed is None else "")
+            row.append(variant_of(sid, a))
             total += sum(e.scores.values())
             penalty += e.penalty
         rows.append(row + (["", ""] if failed_only else [_fmt(penalty), _fmt(total - penalty)]))
     if with_max:
         maxrow = ["(max)", "", "", ""]
         for a, nbs in notebooks.items():
-            maxrow += [_fmt(m) for _, m in nbs] + ["", "", ""]
+            maxrow += [_fmt(m) for _, m in nbs] + ["", "", "", ""]
         rows.append(maxrow + ["", _fmt(sum(m for nbs in notebooks.values() for _, m in nbs))])
     return rows
+
+
+def _variants(course: Course, assignments: list[str]):
+    """(student, assignment) -> the numbers that student's questions were asked with
+    ("Q2: a 512-token prompt, ...; Q3: ..."), "the lesson's own" without a course secret, ""
+    for an assignment none of whose questions varies."""
+    from course_lib.exercises.question_ids import label
+    from course_lib.questions import variants as V
+
+    from . import variants as course_variants
+
+    secret = course_variants.load_secret(course)
+    qids = {}
+    for a in assignments:
+        try:
+            qids[a] = course_variants.questions(course, a)
+        except OSError:               # an assignment whose source is gone: nothing to say
+            qids[a] = []
+
+    def variant_of(student: str, assignment: str) -> str:
+        if not qids[assignment]:
+            return ""
+        if secret is None:
+            return "the lesson's own"
+        key = course_variants.key_for(secret, student)
+        return "; ".join(f"{label(q)}: {V.describe(q, g)}" for q, g in course_variants.assigned(key, qids[assignment]).items())
+
+    return variant_of
 
 
 def _fmt(x: float) -> str:

@@ -307,8 +307,11 @@ def test_export_has_a_column_per_notebook_and_the_total(course, tmp_path):
     assert main(["export", "--out", str(out), *map(str, common)]) == 0
     rows = list(csv.DictReader(out.open()))
     assert [r["student_id"] for r in rows] == ["ann", "bob"]
-    assert list(rows[0])[4:] == ["t1/one", "t1/status", "t1/flag", "t1/ledger", "t2/first", "t2/second",
-                                 "t2/status", "t2/flag", "t2/ledger", "late_penalty", "total"]
+    assert list(rows[0])[4:] == ["t1/one", "t1/status", "t1/flag", "t1/ledger", "t1/variant", "t2/first",
+                                 "t2/second", "t2/status", "t2/flag", "t2/ledger", "t2/variant", "late_penalty",
+                                 "total"]
+    # the tiny course's questions do not vary: nothing to say
+    assert {r[c] for r in rows for c in ("t1/variant", "t2/variant")} == {""}
     ann, bob = rows
     assert (ann["t1/one"], ann["t2/first"], ann["t2/second"], ann["total"]) == ("", "4", "4", "8")
     assert (bob["t1/one"], bob["t2/first"], bob["t2/second"], bob["total"]) == ("4", "2", "0", "6")

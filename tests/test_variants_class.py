@@ -100,12 +100,14 @@ def graded(tmp_path_factory):
                     *NO_SANDBOX_FLAG, *common, env=env, check=False)
     report = run_cli("report", A, *common, env=env, check=False)
     listing = run_cli("variants", A, *common, env=env, check=False)
+    export = run_cli("export", "--out", base / "grades.csv", *common, env=env, check=False)
     return {"course": course, "root": root, "honest": honest, "friend": friend, "copier": copier, "mine": mine,
-            "copier_numbers": copier_numbers, "grade": grade, "report": report, "listing": listing}
+            "copier_numbers": copier_numbers, "grade": grade, "report": report, "listing": listing,
+            "export": export, "export_csv": base / "grades.csv"}
 
 
 def test_the_commands_succeed(graded):
-    for name in ("grade", "report", "listing"):
+    for name in ("grade", "report", "listing", "export"):
         p = graded[name]
         assert p.returncode == 0, f"{name}: exit {p.returncode}\n{p.stdout}\n{p.stderr[-3000:]}"
 
@@ -156,3 +158,12 @@ def test_variants_lists_who_gets_what(graded):
         for q in QS:
             assert any(line.split()[:2] == [s, q] and line.endswith(V.describe(q, numbers[q]))
                        for line in out.splitlines()), (s, q, out)
+
+
+def test_the_export_shows_each_students_numbers(graded):
+    from course_lib.exercises.question_ids import label
+
+    rows = {r["student_id"]: r for r in csv.DictReader(graded["export_csv"].open())}
+    for s in graded["honest"] + [graded["copier"]]:
+        numbers = graded["mine"].get(s) or graded["copier_numbers"]
+        assert rows[s][f"{A}/variant"] == "; ".join(f"{label(q)}: {V.describe(q, numbers[q])}" for q in QS), rows[s]
