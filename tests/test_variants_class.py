@@ -1,8 +1,8 @@
-"""End to end: a class of 7 students on their own numbers, graded through `python -m autograder`.
+"""End to end: a class of 10 students on their own numbers, graded through `python -m autograder`.
 
 A course notebook asks lesson 3's Q3 (a ratio) and Q4 (bytes by hand) with their given cells,
-as the lesson does. The course has a variant secret; six honest students each answer their own
-variant's truth, a seventh hands in a friend's answers (the friend's numbers differ). Through
+as the lesson does. The course has a variant secret; nine honest students each answer their own
+variant's truth, a tenth hands in a friend's answers (the friend's numbers differ). Through
 the real path (collect from a folder, sandboxed kernel, clean re-verification, report):
 
 * every honest student earns every autograded point on their own numbers, and their kernel
@@ -11,7 +11,8 @@ the real path (collect from a folder, sandboxed kernel, clean re-verification, r
   copy with the evidence (the friend's variant, the friend's identical answer); nobody honest
   is flagged; the misconception table counts every honest student right and measures the
   copied answer against the copier's own numbers; variants.csv lists everyone's numbers;
-* `python -m autograder variants` lists who gets what.
+* `python -m autograder variants` lists who gets what, and the export shows each student's
+  numbers.
 """
 from __future__ import annotations
 
@@ -88,7 +89,7 @@ def graded(tmp_path_factory):
     copier = "copier"
     copier_numbers = {q: V.draw(student_key(SECRET, copier), q) for q in QS}
     friend = next(s for s, g in mine.items() if all(_differs(q, g[q], copier_numbers[q]) for q in QS))
-    honest = [friend] + [s for s in mine if s != friend][:5]
+    honest = [friend] + [s for s in mine if s != friend][:8]         # a class of ten with the copier
     assert len({json.dumps(mine[s]["phases_q3"]) for s in honest}) >= 3, "the class should span several variants"
     work = {s: {f"{NB}.ipynb": student_nb(course, A, NB, answers=_answers(mine[s]))} for s in honest}
     work[copier] = {f"{NB}.ipynb": student_nb(course, A, NB, answers=_answers(mine[friend]))}
