@@ -501,37 +501,8 @@ def measure_cpu(quick=None, threads=None, progress=None) -> MeasuredHardware:
     say(f"measuring with {threads} thread(s), {plan.describe()}")
 
     with limit_blas_threads(threads):
-        t0 = time.perf_counter()
-        say("peak FLOP/s (np.matmul), first burst...")
-        warm_up(plan.peak_target_s)
-        # the peaks' repeats in three bursts: before the sweep, between the sweep and the
-        # kernels, after the kernels (see PeakRepeats); soft deadlines: on a machine so busy
-        # that every round is noisy, stop adding rounds
-        before, between, after = peak_bursts(plan.repeats)
-        peak_reps = PeakRepeats(plan)
-        peak_reps.burst(before, deadline=t_start + 0.35 * plan.budget_s)
-        say(f"  [{time.perf_counter() - t0:.1f} s]")
-        t0 = time.perf_counter()
-        say("bandwidth sweep (acc += x)...")
-        sweep = measure_sweep(plan, progress, deadline=t_start + 0.7 * plan.budget_s)
-        say(f"  [{time.perf_counter() - t0:.1f} s]")
-        peak_reps.burst(between, deadline=t_start + 0.75 * plan.budget_s)
-        t0 = time.perf_counter()
-        say("kernels...")
-        kernel_runs = measure_kernels(plan, caches, progress, deadline=t_start + 0.9 * plan.budget_s)
-        say(f"  [{time.perf_counter() - t0:.1f} s]")
-        t0 = time.perf_counter()
-        say("peak FLOP/s, last burst...")
-        peak_reps.burst(after, deadline=t_start + plan.budget_s)
-        if peak_reps.noisy() and time.perf_counter() <= t_start + plan.budget_s:
-            peak_reps.burst(plan.repeats, deadline=t_start + plan.budget_s)
-        peaks_run = peak_reps.runs(caches)
-        (peak64, n64), (peak32, n32) = peaks_run["fp64"], peaks_run["fp32"]
-        say(f"  fp64 {peak64.best_flops / 1e9:.1f} GFLOP/s (n={n64}), "
-            f"fp32 {peak32.best_flops / 1e9:.1f} GFLOP/s (n={n32}), the fastest of "
-            f"{len(peak64.timing.seconds)} repeats in {peak_reps.bursts} bursts  [{time.perf_counter() - t0:.1f} s]")
-        runs = {"peak_fp64": peak64, "peak_fp32": peak32}
-        runs.update(kernel_runs)
+        sweep, runs, peak_reps = _timed_runs(plan, caches, t_start, progress, say)
+    peak64, n64, n32 = runs["peak_fp64"], _n(runs["peak_fp64"]), _n(runs["peak_fp32"])
 
     sizes = np.array([p.size for p in sweep], dtype=float)
     bws = np.array([p.bandwidth for p in sweep])
@@ -589,6 +560,45 @@ def measure_cpu(quick=None, threads=None, progress=None) -> MeasuredHardware:
     return MeasuredHardware(name, peaks, bandwidth, capacity, sources, levels=levels, notes=notes,
                             sweep=sweep, runs=runs, setup=setup, caches=caches,
                             wall_time_s=time.perf_counter() - t_start)
+
+
+def _timed_runs(plan, caches, t_start, progress, say):
+    """(sweep, {key: KernelRun} with peak_fp64/peak_fp32 first, PeakRepeats): every timed part of
+    the measurement, in its order: a peak burst, the bandwidth sweep, a second peak burst, the
+    kernels, a last peak burst (an extra one when the repeats disagree), each within its share
+    of the plan's time budget."""
+    t0 = time.perf_counter()
+    say("peak FLOP/s (np.matmul), first burst...")
+    warm_up(plan.peak_target_s)
+    # the peaks' repeats in three bursts: before the sweep, between the sweep and the
+    # kernels, after the kernels (see PeakRepeats); soft deadlines: on a machine so busy
+    # that every round is noisy, stop adding rounds
+    before, between, after = peak_bursts(plan.repeats)
+    peak_reps = PeakRepeats(plan)
+    peak_reps.burst(before, deadline=t_start + 0.35 * plan.budget_s)
+    say(f"  [{time.perf_counter() - t0:.1f} s]")
+    t0 = time.perf_counter()
+    say("bandwidth sweep (acc += x)...")
+    sweep = measure_sweep(plan, progress, deadline=t_start + 0.7 * plan.budget_s)
+    say(f"  [{time.perf_counter() - t0:.1f} s]")
+    peak_reps.burst(between, deadline=t_start + 0.75 * plan.budget_s)
+    t0 = time.perf_counter()
+    say("kernels...")
+    kernel_runs = measure_kernels(plan, caches, progress, deadline=t_start + 0.9 * plan.budget_s)
+    say(f"  [{time.perf_counter() - t0:.1f} s]")
+    t0 = time.perf_counter()
+    say("peak FLOP/s, last burst...")
+    peak_reps.burst(after, deadline=t_start + plan.budget_s)
+    if peak_reps.noisy() and time.perf_counter() <= t_start + plan.budget_s:
+        peak_reps.burst(plan.repeats, deadline=t_start + plan.budget_s)
+    peaks_run = peak_reps.runs(caches)
+    (peak64, n64), (peak32, n32) = peaks_run["fp64"], peaks_run["fp32"]
+    say(f"  fp64 {peak64.best_flops / 1e9:.1f} GFLOP/s (n={n64}), "
+        f"fp32 {peak32.best_flops / 1e9:.1f} GFLOP/s (n={n32}), the fastest of "
+        f"{len(peak64.timing.seconds)} repeats in {peak_reps.bursts} bursts  [{time.perf_counter() - t0:.1f} s]")
+    runs = {"peak_fp64": peak64, "peak_fp32": peak32}
+    runs.update(kernel_runs)
+    return sweep, runs, peak_reps
 
 
 def _n(run: KernelRun) -> int:
