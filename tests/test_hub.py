@@ -418,7 +418,9 @@ def _stop(hub_proc, base: Path, users: dict) -> dict:
     if hub_proc is not None and hub_proc.poll() is None:
         hub_proc.send_signal(signal.SIGTERM)
         try:
-            hub_proc.wait(timeout=30)
+            # JupyterHub stops its managed services (the ledger), then the servers, each with
+            # SIGINT, SIGTERM, SIGKILL 10 + 5 + 5 s apart at worst: 40 s, and some to spare
+            hub_proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             hub_proc.kill()
             hub_proc.wait()
@@ -668,8 +670,10 @@ def a_term(hub, capsys):
 
     # stopping the hub stops everything it started: nothing is left to kill
     proxy_pid = int((hub["base"] / "state" / "jupyterhub-proxy.pid").read_text())
+    t0 = time.monotonic()
     killed = _stop(hub["hub_proc"], hub["base"], users)
-    assert killed == {"hub": False, "proxy": False, "user processes": []}, killed
+    timings["stopping the hub (SIGTERM to exit)"] = time.monotonic() - t0
+    assert killed == {"hub": False, "proxy": False, "user processes": []}, (killed, timings)
     assert not _alive(proxy_pid) and hub["hub_proc"].returncode is not None
 
     timings["whole test (after setup.sh)"] = time.monotonic() - hub["t_start"] - timings["setup.sh"]
