@@ -4,7 +4,8 @@ tests/test_hub.py runs the local spawner on a real hub (a memory and a fork bomb
 machine where systemd runs, setup.sh --spawner systemd picks systemdspawner instead; systemd does
 not run here, so this test stops at the boundary: it loads deploy/jupyterhub/jupyterhub_config.py
 as JupyterHub does, runs the real SystemdSpawner.start() with the kit's pre-spawn hook, and reads
-the unit properties it hands to `systemd-run` (the one call that is faked).
+the unit properties it hands to `systemd-run`. Faked: systemd itself (is a unit running or failed,
+start one) and what a running hub would supply (the server's API token and arguments, its poll).
 """
 from __future__ import annotations
 
