@@ -84,9 +84,12 @@ def likwid(test, size_bytes, threads, traffic=5e7, repeats=10):
     cmd = ["likwid-bench", "-t", test, "-W", f"N:{size_bytes // 1024}kB:{threads}", "-i", str(iters)]
     best = (0.0, 0.0)
     for _ in range(repeats):
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=300).stdout
-        flops = float(re.search(r"MFlops/s:\s+([\d.]+)", out).group(1))
-        mbytes = float(re.search(r"MByte/s:\s+([\d.]+)", out).group(1))
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        flops, mbytes = (re.search(rf"{unit}:\s+([\d.]+)", p.stdout) for unit in ("MFlops/s", "MByte/s"))
+        if not (flops and mbytes):
+            raise RuntimeError(f"{' '.join(cmd)} printed no MFlops/s and MByte/s (exit {p.returncode}):\n"
+                               + (p.stdout + p.stderr)[-1500:])
+        flops, mbytes = float(flops.group(1)), float(mbytes.group(1))
         best = max(best, (flops * 1e6, mbytes * 1e6), key=lambda fb: fb[0] or fb[1])
     return best
 

@@ -30,7 +30,18 @@ def main(argv=None):
     ap.add_argument("runs", nargs="?", type=int, default=3)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--sweep-call-ms", type=float, default=None,
+                    help="override how long each timed call of the bandwidth sweep lasts (to compare "
+                         "against the plan's own rule, in one run of this script)")
     args = ap.parse_args(argv)
+    if args.sweep_call_ms:
+        import dataclasses
+
+        from course_lib.measure import cpu
+
+        planned = cpu.make_plan
+        cpu.make_plan = lambda *a, **k: dataclasses.replace(planned(*a, **k),
+                                                            sweep_target_s=args.sweep_call_ms / 1e3)
 
     from course_lib import Hardware, solve
     from course_lib.measure import this_machine

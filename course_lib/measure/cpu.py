@@ -102,6 +102,22 @@ def want_quick(quick=None) -> bool:
     return os.environ.get("NBGRADER_EXECUTION", "") in ("autograde", "validate")
 
 
+def sweep_call_s(threads: int) -> float:
+    """How long one timed call of the bandwidth sweep lasts: 1 ms per thread, at most 32 ms.
+
+    Short, because on a busy machine the OS preempts a process every few ms, and a call that
+    fits between preemptions measures the machine, not its other users. Not shorter than the
+    team's start: the barrier wakes the workers one after another (each needs the GIL to leave
+    it), so the last starts a little after the first, and a call must be long against that
+    skew. On a quiet 16-core VM (issue 17's device check), 2 ms calls read DRAM at 104 GB/s
+    (spread 14% over 5 runs), 16 ms calls 136 GB/s (12%), 32 ms 141 GB/s (6%).
+
+    >>> sweep_call_s(1), sweep_call_s(2), sweep_call_s(16), sweep_call_s(64)
+    (0.001, 0.002, 0.016, 0.032)
+    """
+    return min(0.032, 0.001 * threads)
+
+
 def make_plan(quick: bool, threads: int, caches, budget=None) -> Plan:
     """The measurement's plan. The sweep reaches DRAM, ``DRAM_POINTS`` sizes past 4x the last
     cache (per thread), in quick and full mode alike, whatever the cache's size, as long as that
@@ -138,9 +154,7 @@ def make_plan(quick: bool, threads: int, caches, budget=None) -> Plan:
     return Plan(
         quick=quick, threads=threads,
         repeats=4 if quick else 7,
-        # short timed calls: on a busy machine the OS preempts a process every few ms, and a
-        # call that fits between preemptions measures the machine, not its other users
-        sweep_target_s=0.001 if threads == 1 else 0.002,
+        sweep_target_s=sweep_call_s(threads),
         per_octave=per_octave,
         # below ~11 KiB the per-pass overhead of the reduce kernel (a few ns) shows
         min_size=11 * KiB + 256,
