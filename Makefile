@@ -12,6 +12,12 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[course,dev]"
+	# The course's JupyterLab extension: an editable install leaves out pyproject's data-files (a
+	# plain `pip install .` puts it there), so link it in from the checkout, as `jupyter labextension
+	# develop` links an extension's sources: edits to it show at the next page load.
+	mkdir -p $(VENV)/share/jupyter/labextensions
+	rm -rf $(VENV)/share/jupyter/labextensions/roofline-course
+	ln -s $(abspath course_lib/labextension) $(VENV)/share/jupyter/labextensions/roofline-course
 	touch $(STAMP)
 
 venv: $(STAMP)

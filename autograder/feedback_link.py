@@ -4,9 +4,9 @@ nbgrader's JupyterLab extension runs `filebrowser:go-to-path` on the submission'
 `local_feedback_path`, which nbgrader's exchange sets to the feedback *folder*
 (feedback/<timestamp>/): the file browser moves there and the student must find the page. Given
 a file, the same command moves to its folder and selects the file. This list (nbgrader's own,
-configured with `c.ExchangeFactory.list`, no JavaScript changed) points the link at the page of
-the submission's first notebook: one double-click (or Enter) opens it in JupyterLab's HTML viewer.
-Opening it outright would need nbgrader's JavaScript changed.
+configured with `c.ExchangeFactory.list`) points the link at the page of the submission's first
+notebook; the course's JupyterLab extension (course_lib/labextension/, installed with the
+package) then opens that page in JupyterLab's HTML viewer. nbgrader's JavaScript is unchanged.
 """
 from __future__ import annotations
 

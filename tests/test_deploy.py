@@ -3,10 +3,10 @@
 
 "Fresh environment" below: a new virtual environment that has the packages environment.yml
 lists, as Binder's image has them before postBuild runs: borrowed from the environment running
-the tests (a .pth file for the modules; a copy of etc/jupyter and a link to share/jupyter for the
+the tests (a .pth file for the modules; a copy of etc/jupyter and links into share/jupyter for the
 settings and data files those packages install, nbgrader's extensions enabled among them), but
-not this checkout: course_lib and autograder are importable only once something installs them
-into it. pip never reaches an index (PIP_NO_INDEX).
+not this checkout: course_lib and autograder (and the course's JupyterLab extension) are there
+only once something installs them into it. pip never reaches an index (PIP_NO_INDEX).
 """
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ import pytest
 
 from autograder.locate import CourseNotFound, configured_exchange, exchange_root, locate_course
 from autograder.publish import binder_url, student_repository
+from test_labextension import NAME as LABEXTENSION, assert_installed_as_shipped
 
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
@@ -53,8 +54,16 @@ def fresh_env(where: Path) -> tuple[Path, dict]:
     site = next((venv / "lib").glob("python3*/site-packages"))
     (site / "environment-yml-packages.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     shutil.copytree(Path(sys.prefix) / "etc" / "jupyter", venv / "etc" / "jupyter")
-    (venv / "share").mkdir()
-    (venv / "share" / "jupyter").symlink_to(Path(sys.prefix) / "share" / "jupyter")
+    # share/jupyter's entries linked one by one, so that an install writes into this environment,
+    # never through a link into the borrowed one; the course's extension is not borrowed
+    borrowed, jupyter = Path(sys.prefix) / "share" / "jupyter", venv / "share" / "jupyter"
+    (jupyter / "labextensions").mkdir(parents=True)
+    for entry in borrowed.iterdir():
+        if entry.name != "labextensions":
+            (jupyter / entry.name).symlink_to(entry)
+    for ext in (borrowed / "labextensions").iterdir():
+        if ext.name != LABEXTENSION:
+            (jupyter / "labextensions" / ext.name).symlink_to(ext)
     (where / "home").mkdir(exist_ok=True)
     env = {"PATH": f"{venv / 'bin'}:/usr/local/bin:/usr/bin:/bin", "HOME": str(where / "home"), "LANG": "C.UTF-8",
            "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1", "MPLBACKEND": "Agg"}
@@ -212,6 +221,7 @@ def binder_image(student_repo, tmp_path_factory):
     assert before.returncode != 0, "course_lib was importable before postBuild installed it"
     # as installed, nbgrader's instructor extensions are on: postBuild is what turns them off
     assert "nbgrader.server_extensions.formgrader" in python(venv, ENABLED_SERVER_EXTENSIONS, env, where).stdout
+    assert not (venv / "share" / "jupyter" / "labextensions" / LABEXTENSION).exists()
     run(["bash", repo / "postBuild"], cwd=repo, env=env)
     return {"repo": repo, "venv": venv, "env": env, "where": where}
 
@@ -221,6 +231,11 @@ def test_postbuild_installs_course_lib_into_the_environment(binder_image):
     p = python(venv, "import course_lib, sys; print(course_lib.__file__); import autograder", env, binder_image["where"])
     assert p.returncode != 0 and "No module named 'autograder'" in p.stderr, p.stderr
     assert Path(p.stdout.strip()).is_relative_to(venv), p.stdout
+
+
+def test_postbuild_installs_the_course_jupyterlab_extension(binder_image):
+    assert_installed_as_shipped(binder_image["venv"] / "bin" / "python", env=binder_image["env"],
+                                cwd=binder_image["where"])
 
 
 def test_postbuild_serves_notebooks_with_the_kernels_language_info(binder_image):
@@ -305,6 +320,7 @@ def test_binder_jupyter_has_validate_but_no_instructor_tools(binder_image):
         disabled = set(config.get("disabledExtensions", []))
         assert set(INSTRUCTOR_PLUGINS) | {"@jupyter/nbgrader:assignment-list"} <= disabled, disabled
         assert "@jupyter/nbgrader:validate-assignment" not in disabled
+        assert LABEXTENSION in {e["name"] for e in config["federated_extensions"]}
         validate = requests.post(f"{base}/assignments/validate", params={"token": token}, timeout=120,
                                  data={"path": str(next((binder_image["repo"] / "notebooks").glob("*/*.ipynb"))
                                                    .relative_to(binder_image["repo"]))})
@@ -329,6 +345,7 @@ def installed(tmp_path_factory):
     for rel in ("pyproject.toml", "README.md", "course_lib", "autograder"):
         (shutil.copytree if (REPO / rel).is_dir() else shutil.copy)(REPO / rel, src / rel)
     venv, env = fresh_env(where)
+    assert not (venv / "share" / "jupyter" / "labextensions" / LABEXTENSION).exists()
     run([venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", src],
         env=env, cwd=where)
     shutil.rmtree(src)
@@ -344,6 +361,12 @@ def installed(tmp_path_factory):
 def autograder_cli(installed, *args, cwd, **env):
     return subprocess.run([str(installed["venv"] / "bin" / "python"), "-m", "autograder", *map(str, args)],
                           capture_output=True, text=True, cwd=cwd, env={**installed["env"], **env})
+
+
+def test_installed_copy_has_the_course_jupyterlab_extension(installed):
+    """A plain (not editable) install, as setup.sh gives the hub's shared environment, puts the
+    extension where JupyterLab finds it."""
+    assert_installed_as_shipped(installed["venv"] / "bin" / "python", env=installed["env"], cwd=installed["where"])
 
 
 def test_installed_autograder_without_a_course_says_so_in_one_line(installed):

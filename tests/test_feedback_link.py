@@ -1,6 +1,7 @@
-"""The Assignment List's "(view feedback)" points at the feedback page (autograder.feedback_link):
-nbgrader's exchange list, as the students' server extension builds it from the hub kit's
-nbgrader config, gives the page's path where nbgrader's own gives the folder."""
+"""The Assignment List's "(view feedback)" opens the feedback page: nbgrader's exchange list, as
+the students' server extension builds it from the hub kit's nbgrader config, gives the page's path
+where nbgrader's own gives the folder (autograder.feedback_link), and the course's JupyterLab
+extension (course_lib/labextension/) opens the page nbgrader's link goes to."""
 from __future__ import annotations
 
 import os
@@ -91,12 +92,12 @@ CHROMIUM = os.environ.get("BROWSER_TESTS_CHROMIUM") or shutil.which("chromium") 
 @pytest.mark.browser
 @pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK) and not os.environ.get("REQUIRE_BROWSER_TESTS"),
                     reason=f"needs chromium ({CHROMIUM})")
-def test_view_feedback_in_jupyterlab_selects_the_page_and_it_opens_typeset(tmp_path):
+def test_view_feedback_in_jupyterlab_opens_the_page_typeset(tmp_path):
     """JupyterLab with the kit's nbgrader config, a student's submission with fetched feedback (a
     page the course's feedback exporter wrote, with a formula): Nbgrader -> Assignment List ->
-    "(view feedback)" moves the file browser to the feedback folder with the page selected; a
-    double-click opens it in JupyterLab's HTML viewer, where the formula is typeset (MathML
-    laid out with a height), not shown as TeX."""
+    "(view feedback)" opens the page in JupyterLab's HTML viewer by itself (no double-click),
+    where the formula is typeset (MathML laid out with a height), not shown as TeX; the file
+    browser has moved to the feedback folder with the page selected."""
     from nbformat.v4 import new_markdown_cell
     from playwright.sync_api import sync_playwright
     from test_feedback_math import page as feedback_page
@@ -146,20 +147,22 @@ def test_view_feedback_in_jupyterlab_selects_the_page_and_it_opens_typeset(tmp_p
                 page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").click()
                 page.locator(".lm-Menu-itemLabel").get_by_text("Assignment List", exact=True).click()
                 page.get_by_text("(view feedback)").first.click()
-                selected = page.locator(".jp-DirListing-item.jp-mod-selected", has_text="extra.html")
+                # the page opens by itself: nothing here double-clicks it
+                tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current", has_text="extra.html")
+                view = page.frame_locator(".jp-HTMLViewer iframe[sandbox]").first
                 try:
-                    selected.wait_for()
+                    tab.wait_for(timeout=30_000)
+                    view.get_by_text("The ridge").wait_for(timeout=30_000)
                 finally:
                     page.screenshot(path=str(tmp_path / "view-feedback.png"))
-                # the file browser is in the feedback folder (both pages listed), one page selected
-                assert page.locator(".jp-DirListing-item", has_text="lesson.html").count() == 1
-                assert page.locator(".jp-DirListing-item.jp-mod-selected").count() == 1
-                selected.dblclick()
-                view = page.frame_locator("iframe[sandbox]").first
-                view.get_by_text("The ridge").wait_for()
                 box = view.locator("mfrac").first.bounding_box()
                 assert box and box["height"] > 10, box     # typeset: numerator over denominator
                 assert "\\frac" not in view.locator("body").inner_text()
+                # the file browser is in the feedback folder (both pages listed), the page selected
+                page.locator(".jp-DirListing-item.jp-mod-selected", has_text="extra.html").wait_for()
+                assert page.locator(".jp-DirListing-item", has_text="lesson.html").count() == 1
+                assert page.locator(".jp-DirListing-item.jp-mod-selected").count() == 1
+                assert page.locator(".jp-HTMLViewer").count() == 1
             finally:
                 browser.close()
     finally:

@@ -194,12 +194,13 @@ if [[ ! -x "$ENV/bin/python" ]]; then
     "$PYTHON" -m venv "$ENV"
     "$ENV/bin/python" -m pip install --quiet --upgrade pip
 fi
-# Rebuild only when what goes into it changed: the package sources and this list.
+# Rebuild only when what goes into it changed: the package sources (the course's JupyterLab
+# extension in course_lib/labextension/ among them) and this list.
 REQUIREMENTS=("jupyterhub>=5" "$SRC[course]")
 [[ "$SPAWNER" == systemd ]] && REQUIREMENTS+=("jupyterhub-systemdspawner>=1")
 stamp="$(cd "$SRC" && { printf '%s\n' "${REQUIREMENTS[@]}";
                           find pyproject.toml course_lib autograder -type f \
-                               \( -name '*.py' -o -name '*.toml' -o -name '*.md' -o -name '*.json' \) \
+                               \( -name '*.py' -o -name '*.toml' -o -name '*.md' -o -name '*.json' -o -name '*.js' \) \
                                -not -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum; } \
                         | sha256sum | cut -d' ' -f1)"
 if [[ "$(cat "$ENV/.roofline-stamp" 2>/dev/null)" != "$stamp" ]]; then
