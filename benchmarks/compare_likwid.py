@@ -74,13 +74,19 @@ def likwid_tests():
     return pick("peakflops"), pick("daxpy")
 
 
+# likwid-bench's run has a fixed cost (its threads' start, a first pass) that a few passes over an
+# L3- or DRAM-sized set do not amortize: on the 2-vCPU VM, daxpy at 90 MiB per thread read
+# 23 GB/s with 3 passes, 29-35 with 30, 33-34 with 100 (numpy's acc += x: 36-38 at every size)
+MIN_PASSES = 50
+
+
 def likwid(test, size_bytes, threads, traffic=5e7, repeats=10):
     """(MFlops/s, MByte/s) of likwid-bench's `test` on `size_bytes` in all: the fastest of
-    `repeats` short runs (about `traffic` bytes each, a millisecond or so), as this_machine()
-    takes the fastest of short repeats: on a shared machine a run longer than the scheduler's
-    slice measures the other programs' share of the CPU as much as the machine. (A DRAM-sized
-    working set cannot be streamed that quickly: there likwid's figure is a lower bound.)"""
-    iters = max(1, int(traffic / size_bytes))
+    `repeats` short runs (about `traffic` bytes each, a millisecond or so, but at least
+    ``MIN_PASSES`` passes), as this_machine() takes the fastest of short repeats: on a shared
+    machine a run longer than the scheduler's slice measures the other programs' share of the
+    CPU as much as the machine. L3- and DRAM-sized sets need the passes more than the brevity."""
+    iters = max(MIN_PASSES, int(traffic / size_bytes))
     cmd = ["likwid-bench", "-t", test, "-W", f"N:{size_bytes // 1024}kB:{threads}", "-i", str(iters)]
     best = (0.0, 0.0)
     for _ in range(repeats):
