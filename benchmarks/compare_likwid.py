@@ -11,15 +11,15 @@ sweep's acc += x) in each of the L1, L2, L3 and DRAM zones the sweep reads its p
 and plain numpy (np.matmul at n=2048 for the peaks, a loop of np.add(acc, x, out=acc) per
 thread at the same working sets).
 
-The references are read the way the sweep reads a plateau. The sweep's L2 and L3 figures are
-the median over every size of the level's zone (twice the cache below .. 3/4 of the cache's
-share per thread), each size at its fastest repeat; so the references take three sizes
-spanning the same zone (start x 1.25, log-middle, end), each at its fastest run, and their
-median. A single size near the zone's start (what this benchmark used before) compares a
-best case with a median, and on a cloud VM the zone's upper part need not behave like its
-start: the L3 the OS reports is shared with the host's other tenants, and on the 2-vCPU Xeon
-VM this was written on the sweep slows down well before the L3 zone's end
-(``python -m course_lib.measure --sweep`` prints it size by size). L1 and DRAM keep one size
+The references are read the way the sweep reads a plateau: its L2 and L3 figures are the
+median over the sizes of the level's plateau, each size at its fastest repeat, so the
+references take three sizes spanning the same plateau (its first size, log-middle, last),
+found by a first this_machine() run that is not counted, each at its fastest run, and their
+median. Same working sets, not only the same zone: on a cloud VM the zone's upper part need
+not behave like its start (the L3 the OS reports is shared with the host's other tenants), and
+where the sweep sees the bandwidth step down inside a zone its plateau ends there, while a
+reference at the zone's end would measure the next level. ``--zones`` takes the zone's sizes
+instead (start x 1.25, log-middle, end). L1 and DRAM keep one size
 each (well inside L1; 6x the last cache). It prints the median of every figure over the
 rounds, its spread, and the ratios this_machine / likwid and / numpy, with
 the targets of issue 17 (peaks, L3, DRAM within 20% of likwid; L2 within 25%; L1 explained:
@@ -63,6 +63,18 @@ def zone_sizes(caches, threads):
         else:
             out[lv] = [1.25 * lo, (lo * hi) ** 0.5, hi]
     return {lv: [int(s // 1024 * 1024) for s in sizes] for lv, sizes in out.items()}
+
+
+def plateau_sizes(levels, sizes):
+    """`sizes` with L2's and L3's replaced by three spanning each resolved plateau of a
+    this_machine() run (its first size, log-middle, last)."""
+    out = dict(sizes)
+    for lv in ("L2", "L3"):
+        level = levels.get(lv)
+        if lv in out and level is not None and level.resolved and level.points >= 2:
+            lo, hi = level.low, level.high
+            out[lv] = [int(s // 1024 * 1024) for s in (lo, (lo * hi) ** 0.5, hi)]
+    return out
 
 
 # ---- likwid-bench ------------------------------------------------------------------------------
@@ -194,6 +206,8 @@ def main(argv=None):
     ap.add_argument("rounds", nargs="?", type=int, default=5)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--threads", type=int, default=None, help="default: this_machine()'s thread rule")
+    ap.add_argument("--zones", action="store_true",
+                    help="L2 and L3 at the zones' sizes from the OS's cache sizes, not at this_machine's plateaus")
     args = ap.parse_args(argv)
 
     from course_lib.measure.system import cache_sizes, choose_threads
@@ -201,6 +215,13 @@ def main(argv=None):
     threads = args.threads or choose_threads(None)[0]
     caches = cache_sizes()
     sizes = zone_sizes(caches, threads)
+    if not args.zones:
+        # the same working sets as this_machine's plateaus (the same n): where the sweep saw the
+        # bandwidth step down inside a zone, a reference at the zone's end measures the next level
+        _, hw = round_mine(args.quick, threads)
+        sizes = plateau_sizes(hw.levels, sizes)
+        print("working sets from a first this_machine() run (not counted): "
+              + "; ".join(f"{lv} {hw.levels[lv].sizes_text}" for lv in ("L2", "L3") if lv in hw.levels))
     tests = likwid_tests() if shutil.which("likwid-bench") else None
     print(f"{caches.describe()}; {threads} thread(s); {'quick' if args.quick else 'full'} mode; "
           f"working sets per thread: " + "; ".join(f"{lv} " + ", ".join(f"{s // 1024} KiB" for s in ss)

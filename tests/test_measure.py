@@ -65,6 +65,30 @@ def test_one_outlier_does_not_hide_a_plateau_but_a_slope_is_not_one():
     assert not l3.resolved and "no plateau" in l3.note
 
 
+def test_an_l3_smaller_than_the_os_reports_is_read_before_its_step():
+    """A 16-vCPU VM whose OS reports 300 MiB of L3 (the lent device's layout) but whose streams
+    slow down past ~100 MiB in all: the L3 zone (2x L2 .. 3/4 of the L3 share, per thread)
+    holds two speeds. The level is the fast run before the step, not the median of both (which
+    flipped between them from run to run), and it says where the step is. One slow point at
+    the zone's end, or one slow point inside it, is not a step."""
+    caches = CacheInfo((Cache("L1", 48 * KiB, 1), Cache("L2", 2 * MiB, 1), Cache("L3", 300 * MiB, 16)), "test")
+    lo, hi = zones(caches, 16)["L3"]
+    sizes = lo * 2.0 ** (np.arange(-9, 18) / 3)                 # 3 per octave, as in full mode
+    bw = np.select([sizes <= 48 * KiB, sizes <= 2 * MiB, sizes * 16 <= 100 * MiB], [1100e9, 700e9, 330e9], 240e9)
+    bw[sizes * 16 > 1.2 * GiB] = 140e9
+    levels, notes = find_levels(sizes, bw, caches, 16)
+    l3 = {lv.name: lv for lv in levels}["L3"]
+    assert l3.resolved and round(l3.bandwidth / 1e9) == 330, l3.describe()
+    assert l3.high * 16 <= 100 * MiB < hi * 16 and "falls" in l3.note and "than the OS" in l3.note
+    assert any(n.startswith("L3: read from") for n in notes)
+    zone = (sizes >= lo) & (sizes <= hi)
+    for where in (np.flatnonzero(zone)[-1], np.flatnonzero(zone)[2]):
+        flat = np.where(zone, 330e9, bw)
+        flat[where] = 240e9                                    # one disturbed size
+        l3 = {lv.name: lv for lv in find_levels(sizes, flat, caches, 16)[0]}["L3"]
+        assert l3.resolved and l3.points == zone.sum() and "falls" not in l3.note
+
+
 def test_a_sweep_too_small_for_dram_says_so():
     small = SIZES[SIZES <= 64 * MiB]
     levels, _ = find_levels(small, staircase(small), CACHES, threads=1)
@@ -652,3 +676,24 @@ def test_the_kernels_labels_on_the_hierarchical_roofline_do_not_overlap():
     boxes = [a.get_window_extent(renderer) for a in ax.texts if a.get_text().startswith(("add", "dot"))]
     assert len(boxes) == 4
     assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+
+def test_gpu_vs_zoo_reports_a_zoo_ceiling_below_a_measurement(monkeypatch, capsys):
+    """benchmarks/gpu_vs_zoo.py on the stand-in: its 'GPU' does no arithmetic, so every figure
+    is absurdly fast, and the benchmark must say the zoo's ceilings are below the measurement
+    and the roofline slower than the kernels (what it checks on a real GPU)."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "gpu_vs_zoo.py"
+    spec = importlib.util.spec_from_file_location("gpu_vs_zoo", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert [bench.chip_for(n) for n in ("NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA H200",
+                                        "Tesla T4", "Fake GPU")] == ["H100", "H100_PCIe", "H200", "T4", None]
+    monkeypatch.setitem(sys.modules, "torch", fake_torch())
+    assert bench.main([]) == 2 and "not in the zoo" in capsys.readouterr().err
+    assert bench.main(["--chip", "H100", "--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "against the zoo's NVIDIA H100 SXM5 80GB (H100)" in out
+    assert "zoo ceilings above every measurement: NO, measured above: peak fp32" in out
+    assert "roofline never slower than a measured kernel: NO: " in out

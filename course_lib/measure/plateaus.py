@@ -10,7 +10,10 @@ robust on a noisy shared machine and to say plainly what they could not see:
    thrown almost everything out. Points on the ramps belong to no level.
 2. A level is **resolved** when its zone holds at least ``min_points`` sizes and they form a
    plateau: fastest / slowest <= ``FLAT`` (after dropping one outlier when there are 5 or more).
-   Its bandwidth is the median of those points.
+   Its bandwidth is the median of those points. When the bandwidth **steps down inside a
+   cache's zone** for good (every later point slower by more than ``RUN_TOL``), the machine
+   delivers less of that cache than the OS reports (a VM's share of the host's L3): the level
+   is the run of points before the step, and its note says where the step is.
 3. Resolved levels must come out in order (each no faster than the one above, within
    ``ORDER_TOL``); a level that does not is reported as not resolved. Two neighbours within
    10% of each other are both kept, with a note that they are not distinct.
@@ -82,6 +85,29 @@ def _flatness(values: np.ndarray) -> float:
     return float(v[-1] / v[0])
 
 
+def _step_down(pts: np.ndarray, min_points: int = 2) -> int | None:
+    """Where a zone's bandwidth steps down for good: the length of its leading run (each point
+    within ±RUN_TOL of the run's median so far) when that run has `min_points` or more and
+    every later point, two at least, is slower than the run by more than RUN_TOL; else None.
+    One lucky or unlucky point is not a step: the points after it are not all slower.
+
+    >>> _step_down(np.array([330, 325, 335, 240, 245, 250.0]))
+    3
+    >>> _step_down(np.array([100, 100, 300, 100, 100.0])) is None       # one outlier
+    True
+    """
+    ref = None
+    for i in range(1, len(pts)):
+        ref = np.median(pts[:i])
+        if abs(np.log(pts[i] / ref)) > np.log1p(RUN_TOL):
+            break
+    else:
+        return None
+    if i < min_points or len(pts) - i < 2 or not np.all(pts[i:] < ref / (1 + RUN_TOL)):
+        return None
+    return i
+
+
 def zones(caches, threads: int) -> dict:
     """{level: (low, high)} working sets per thread that belong to each level, from the OS's
     cache sizes; a level the OS does not report has no zone."""
@@ -130,9 +156,22 @@ def find_levels(sizes, bandwidths, caches, threads: int, min_points: int = 2, zo
                 got += f"; its largest working set is {fmt_binary_bytes(sizes[-1])} per thread"
             levels.append(Level(name, float("nan"), 0, 0, int(inside.sum()), float("nan"), cap, False, got))
             continue
-        pts = bw[inside]
+        pts, at = bw[inside], sizes[inside]
+        step = _step_down(pts) if name != "DRAM" else None
+        if step is not None:
+            # the cache delivers less than the OS reports: the plateau is the run before the step
+            run = pts[:step]
+            levels.append(Level(
+                name, float(np.median(run)), float(at[0]), float(at[step - 1]), step, _flatness(run), cap, True,
+                f"the bandwidth falls {np.median(run) / np.median(pts[step:]):.1f}x at "
+                f"{fmt_binary_bytes(at[step])} per thread, short of the zone's end "
+                f"({fmt_binary_bytes(hi)}): this machine delivers less of its {name} than the OS "
+                f"reports (on a VM, the host's other tenants share it); the plateau is the sizes before"))
+            notes.append(f"{name}: read from {step} of the {len(pts)} sizes in its zone; the bandwidth falls "
+                         f"at {fmt_binary_bytes(at[step])} per thread")
+            continue
         flat = _flatness(pts)
-        lv = Level(name, float(np.median(pts)), float(sizes[inside][0]), float(sizes[inside][-1]),
+        lv = Level(name, float(np.median(pts)), float(at[0]), float(at[-1]),
                    int(inside.sum()), flat, cap, flat <= FLAT,
                    "" if flat <= FLAT else
                    f"no plateau: the bandwidth changes {flat:.1f}x across this zone")
