@@ -28,6 +28,7 @@ import json
 import os
 import pwd
 import re
+import signal
 from pathlib import Path
 
 from tornado import web
@@ -258,8 +259,16 @@ def main(argv=None) -> None:
                    (lambda user: user in unix_group_members(group)) if group else (lambda user: False))
 
     async def serve():
-        app.listen(url.port or 80, address=url.hostname or "127.0.0.1", max_body_size=4 * MAX_BODY)
-        await asyncio.Event().wait()
+        server = app.listen(url.port or 80, address=url.hostname or "127.0.0.1", max_body_size=4 * MAX_BODY)
+        # The hub stops its services with SIGINT and waits 30 s before SIGTERM. A hub started where
+        # SIGINT is ignored (a shell's background job) passes that on to the services it starts
+        # before its own handlers are set, so Python's KeyboardInterrupt never comes: handle both.
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        server.stop()
 
     asyncio.run(serve())
 

@@ -6,9 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import socket
 import stat
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -183,6 +187,34 @@ def test_a_student_reads_only_their_own_ledger_an_instructor_everyone_s(service)
     finally:
         del os.environ[L.TOKEN_ENV]
 
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_the_service_stops_at_once_on_the_hub_s_signals_even_with_sigint_ignored(tmp_path, sig):
+    """JupyterHub stops a managed service with SIGINT and sends SIGTERM only 30 s later; a hub
+    started as a shell's background job passes SIGINT ignored to the services it starts."""
+    store = tmp_path / "store"
+    store.mkdir()
+    port = _free_port()
+    env = {**os.environ, "JUPYTERHUB_SERVICE_URL": f"http://127.0.0.1:{port}", "JUPYTERHUB_API_TOKEN": "unused",
+           "JUPYTERHUB_API_URL": "http://127.0.0.1:9/hub/api"}
+    proc = subprocess.Popen([sys.executable, "-m", "autograder.ledger_service", "--store", str(store)], env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:         # listening
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate(timeout=10)[0]
+            time.sleep(0.1)
+        proc.send_signal(sig)
+        out = proc.communicate(timeout=10)[0]
+        assert proc.returncode == 0, out
+    finally:
+        proc.kill()
+        proc.wait()
 
 # ---- course_lib posting, and the grader's comparison -------------------------------------------------
 @pytest.fixture
