@@ -73,6 +73,9 @@ def main(argv=None):
         print(f"run {i + 1}: {walls[-1]:.1f} s wall ({hw.wall_time_s:.1f} s inside), {hw.setup['mode']}, "
               f"{hw.threads} thread(s); memory ceiling {hw.memory_label}; not resolved: "
               f"{', '.join(unresolved) or 'none'}; load average {os.getloadavg()[0]:.1f}", flush=True)
+        # this run's targeted figures, so that an outlier run shows which run it was
+        print("       " + ", ".join(f"{k.split(' (')[0]} {v:.4g}" for k, v in figures.items()
+                                    if k.startswith(("peak", "L3 ", "DRAM bandwidth"))), flush=True)
 
     print(f"\nmeasurement wall time: median {statistics.median(walls):.1f} s, min {min(walls):.1f}, "
           f"max {max(walls):.1f}, spread {spread(walls):.0%}  (target <= 20 s for a full run)")
