@@ -78,6 +78,7 @@ class Plan:
     vector_n: int                # elements per vector of the memory-bound kernels
     matmul_sizes: tuple
     budget_s: float              # past this, no extra rounds of repeats (a busy machine)
+    warmup_s: float = 0.5        # small matmuls before anything is timed
     dram_low: float | None = None    # per thread: where the DRAM zone starts (4x the last cache)
     memory_budget: float = float(GiB)    # bytes the sweep may allocate, all threads together
     budget_source: str = ""
@@ -85,7 +86,8 @@ class Plan:
     note: str = ""               # why DRAM is out of reach, when it is
 
     def describe(self) -> str:
-        return (f"{'quick' if self.quick else 'full'} mode: {self.repeats} timed repeats after 1 warm-up; "
+        return (f"{'quick' if self.quick else 'full'} mode: {self.warmup_s:g} s of warm-up, then {self.repeats} "
+                f"timed repeats after 1 warm-up call; "
                 f"sweep {fmt_binary_bytes(self.min_size)}..{fmt_binary_bytes(self.max_total / self.threads)} per thread, "
                 f"{self.per_octave} size(s) per doubling; memory budget {fmt_binary_bytes(self.memory_budget)} "
                 f"({self.budget_source})")
@@ -166,6 +168,10 @@ def make_plan(quick: bool, threads: int, caches, budget=None) -> Plan:
         vector_n=vector_n,
         matmul_sizes=(64, 256, 1024),
         budget_s=5.0 if quick else 15.0,
+        # long enough for the clocks to ramp up after an idle spell: on the 2-vCPU VM, full
+        # measurements after 20 s idle read fp64 peaks of 106-135 GFLOP/s after 0.03 s of
+        # warm-up and 140-150 after 0.5 s (three of each, alternating)
+        warmup_s=0.25 if quick else 0.5,
         dram_low=dram_low, memory_budget=float(budget), budget_source=budget_src,
         dram_reachable=reachable, note=note,
     )
@@ -583,7 +589,7 @@ def _timed_runs(plan, caches, t_start, progress, say):
     of the plan's time budget."""
     t0 = time.perf_counter()
     say("peak FLOP/s (np.matmul), first burst...")
-    warm_up(plan.peak_target_s)
+    warm_up(plan.warmup_s)
     # the peaks' repeats in three bursts: before the sweep, between the sweep and the
     # kernels, after the kernels (see PeakRepeats); soft deadlines: on a machine so busy
     # that every round is noisy, stop adding rounds
