@@ -71,7 +71,7 @@ def plateau_sizes(levels, sizes):
     out = dict(sizes)
     for lv in ("L2", "L3"):
         level = levels.get(lv)
-        if lv in out and level is not None and level.resolved and level.points >= 2:
+        if lv in out and level is not None and level.resolved:
             lo, hi = level.low, level.high
             out[lv] = [int(s // 1024 * 1024) for s in (lo, (lo * hi) ** 0.5, hi)]
     return out

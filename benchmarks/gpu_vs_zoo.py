@@ -10,8 +10,9 @@ the zoo entry of that chip:
   would mean the zoo's ceiling is too low);
 * the measured HBM plateau against the datasheet bandwidth;
 * the memory PyTorch reports against the zoo's capacity (``nvidia-smi``'s memory.total);
-* every timed kernel against the zoo's pure roofline, max(FLOPs / peak, bytes / bandwidth)
-  at the kernel's precision: the measured time divided by the roofline time (below 1 would mean the roofline is slower than the hardware; a
+* every timed kernel against ``solve(kernel, chip)``, the zoo's pure roofline at the kernel's
+  precision (each run carries the course_lib kernel it was charged as): the measured time
+  divided by the roofline time (below 1 would mean the roofline is slower than the hardware; a
   kernel whose arrays sit in L2 may legitimately beat the HBM roofline and is labelled so).
 
 It asserts nothing and needs a GPU and PyTorch; without them it says why and exits 2.
@@ -41,7 +42,7 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
 
-    from course_lib import Hardware
+    from course_lib import Hardware, solve
     from course_lib.measure.gpu import gpu_available, measure_gpu
 
     ok, name = gpu_available()
@@ -79,9 +80,9 @@ def main(argv=None) -> int:
     print(f"\n{'kernel':34s} {'measured s':>12s} {'roofline s':>12s} {'meas/roof':>9s}  where")
     below = []
     for run in hw.runs.values():
-        if run.precision not in chip.precisions:
+        if run.model is None or run.precision not in chip.precisions:
             continue
-        bound = max(run.flops_si / chip.peak_flops_si(run.precision), run.bytes_si / chip.memory_bandwidth_si)
+        bound = float(solve(run.model, chip, precision=run.precision).latency_si)
         ratio = run.latency_si / bound
         where = run.level
         if ratio < 1:

@@ -652,6 +652,9 @@ def test_the_gpu_measurement_runs_end_to_end_on_a_stand_in(monkeypatch):
     hw.plot(precision="fp16")
     hw.plot_sweep()
     assert solve(matmul(4096, 4096, 4096), hw, precision="fp16").latency_si > 0
+    # every run carries the course_lib kernel it was charged as, counted the same way
+    for run in hw.runs.values():
+        assert (run.model.flops_per_sample, run.model.bytes(run.precision)) == (run.flops_si, run.bytes_si), run.name
 
 
 def test_the_cli_gpu_path_on_a_stand_in(monkeypatch, tmp_path, capsys):

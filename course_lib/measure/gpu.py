@@ -148,6 +148,8 @@ def measure_gpu(device: int = 0, quick: bool = False, progress=None) -> Measured
 def _measure_peaks(torch, dev, free, target, repeats, say):
     """({peak_<prec>: KernelRun}, {prec: FLOP/s}, {prec: n}): torch.matmul per precision, n grown
     until one call lasts about `target` seconds."""
+    from ..models.kernels import matmul
+
     dtypes = {"fp64": torch.float64, "fp32": torch.float32, "tf32": torch.float32,
               "fp16": torch.float16, "bf16": torch.bfloat16}
     runs, peaks, peak_sizes = {}, {}, {}
@@ -167,11 +169,10 @@ def _measure_peaks(torch, dev, free, target, repeats, say):
             calls = max(1, round(target / max(one, 1e-7)))
             timing = _event_timing(torch, fn, calls, repeats, warmup=1)
             mats = fn = None
-        flops = 2.0 * n ** 3
-        size = {"fp64": 8, "fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}[prec]
+        model = matmul(n, n, n)
+        flops, nbytes = model.flops_per_sample, model.bytes(prec)
         runs[f"peak_{prec}"] = KernelRun(f"peak_{prec}", f"matmul, n={n} (peak {prec})", "torch.matmul",
-                                         prec, 1, flops, 3.0 * n * n * size, timing, calls,
-                                         3 * n * n * size, "HBM")
+                                         prec, 1, flops, nbytes, timing, calls, nbytes, "HBM", model)
         peaks[prec], peak_sizes[prec] = flops / timing.best, n
         say(f"  peak {prec}: {peaks[prec] / 1e12:.1f} TFLOP/s (n={n}, median {flops / timing.median / 1e12:.1f}, "
             f"spread {timing.spread:.0%})")
@@ -232,7 +233,7 @@ def _time_kernels(torch, dev, free, l2, target, repeats, say):
     for key, label, model, prec, fn, live in specs:
         timing, calls = _timed(torch, fn, target, repeats)
         runs[key] = KernelRun(key, label, "torch", prec, 1, model.flops_per_sample, model.bytes(prec),
-                              timing, calls, live, "L2" if l2 and live <= l2 else "HBM")
+                              timing, calls, live, "L2" if l2 and live <= l2 else "HBM", model)
         say("  " + runs[key].describe())
     vec.clear()
     mats.clear()
