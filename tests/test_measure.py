@@ -478,10 +478,68 @@ def test_the_peaks_are_the_fastest_of_repeats_taken_in_three_bursts(machine):
         # budget a burst stops after one)
         assert len(timing.seconds) >= cpu.peak_bursts(machine.setup["plan"].repeats)[0] + 2
         assert machine.peak_flops_si(p) >= machine.runs[f"peak_{p}"].flops_si / timing.best * 0.999
-    bursts = re.search(r"the fastest of (\d+) timed calls after a warm-up, taken in (\d+) bursts",
-                       machine.sources["peak_flops"])
-    assert bursts and int(bursts[2]) >= 3, machine.sources["peak_flops"]
+    src = machine.sources["peak_flops"]
+    bursts = re.search(r"the fastest of (\d+) timed calls after a warm-up, (?:(\d+) of them )?taken in (\d+) bursts", src)
+    assert bursts and int(bursts[3]) >= 3, src
+    spread_out = re.search(r"and the other (\d+) spread out, one every ([\d.]+) s between the kernels", src)
+    assert bool(bursts[2]) == bool(spread_out), src
+    if spread_out:                       # the two parts add up to the calls timed
+        assert int(bursts[2]) + int(spread_out[1]) == int(bursts[1]), src
     assert int(bursts[1]) == len(machine.runs["peak_fp64"].timing.seconds)
+
+
+class _Clock:
+    """A perf_counter the test moves by hand."""
+
+    now = 1000.0
+
+    def perf_counter(self):
+        return self.now
+
+
+def test_peak_samples_between_the_kernels_keep_their_interval_and_deadline(monkeypatch):
+    """PeakRepeats.between: one call per precision once plan.peak_every_s has passed, none sooner,
+    none past the deadline, none when the plan has no interval."""
+    import dataclasses
+
+    clock = _Clock()
+    monkeypatch.setattr(cpu, "time", clock)
+    plan = dataclasses.replace(make_plan(True, 1, CACHES), peak_min_n=64, peak_max_n=64, peak_every_s=0.3)
+    reps = cpu.PeakRepeats(plan)
+    reps.between()
+    assert reps.spread_out == 0                      # just made: too soon
+    clock.now += 0.31
+    reps.between()
+    assert reps.spread_out == 1 and {p: len(v) for p, v in reps.samples.items()} == {"fp64": 1, "fp32": 1}
+    clock.now += 0.2
+    reps.between()
+    assert reps.spread_out == 1                      # 0.2 s since the last: too soon
+    clock.now += 0.2
+    reps.between(deadline=clock.now - 0.01)
+    assert reps.spread_out == 1                      # due, but past the deadline
+    reps.between(deadline=clock.now + 1)
+    assert reps.spread_out == 2
+    reps.burst(2)                                    # a burst counts as the last sample
+    clock.now += 0.29
+    reps.between()
+    assert reps.spread_out == 2 and len(reps.samples["fp64"]) == 4
+    off = cpu.PeakRepeats(dataclasses.replace(plan, peak_every_s=None))
+    clock.now += 10
+    off.between()
+    assert off.spread_out == 0 and not off.samples["fp64"]
+
+
+def test_the_kernels_call_between_after_each_kernel_and_the_plans_space_peaks():
+    """measure_kernels hands the time after each kernel, outside its timing, to `between` (where
+    the measurement takes its spread-out peak samples); both modes' plans ask for them."""
+    import dataclasses
+
+    assert make_plan(True, 1, CACHES).peak_every_s and make_plan(False, 1, CACHES).peak_every_s
+    plan = dataclasses.replace(make_plan(True, 1, CACHES), vector_n=2**12, matmul_sizes=(8,),
+                               kernel_target_s=1e-4, repeats=1)
+    seen = []
+    runs = cpu.measure_kernels(plan, CACHES, between=lambda: seen.append(len(seen)))
+    assert len(seen) == len(runs) == len(cpu.kernel_specs(plan))
 
 
 def test_memory_levels_are_ordered(machine):

@@ -8,8 +8,8 @@ also keeps its median and spread, and the **kernels** are placed at their median
 * **Peak FLOP/s**, fp64 and fp32: ``np.matmul`` of random n×n matrices through numpy's BLAS,
   on all its threads, n grown until one call lasts long enough to time well. The figure is the
   fastest of the repeats, which are taken in three bursts (before the sweep, between the
-  sweep and the kernels, after the kernels), so that one busy spell on a shared machine
-  cannot slow them all.
+  sweep and the kernels, after the kernels) and one at a time between the kernels, so that
+  one busy spell on a shared machine cannot slow them all.
 * **Bandwidth of each memory level**: a sweep of working-set sizes through the streaming
   kernel ``acc += x`` (read x, read acc, write acc: 24 bytes per fp64 element and pass), run by
   every thread on arrays of its own. For cache-sized arrays one numpy call re-reads them R
@@ -79,6 +79,7 @@ class Plan:
     matmul_sizes: tuple
     budget_s: float              # past this, no extra rounds of repeats (a busy machine)
     warmup_s: float = 0.5        # small matmuls before anything is timed
+    peak_every_s: float | None = None    # a peak sample between the kernels this often (None: none)
     dram_low: float | None = None    # per thread: where the DRAM zone starts (4x the last cache)
     memory_budget: float = float(GiB)    # bytes the sweep may allocate, all threads together
     budget_source: str = ""
@@ -172,6 +173,13 @@ def make_plan(quick: bool, threads: int, caches, budget=None) -> Plan:
         # measurements after 20 s idle read fp64 peaks of 106-135 GFLOP/s after 0.03 s of
         # warm-up and 140-150 after 0.5 s (three of each, alternating)
         warmup_s=0.25 if quick else 0.5,
+        # a shared VM's cores switch between a fast and a slow state every second or so (the
+        # 2-vCPU VM of issue 17: back-to-back fp64 matmuls at ~141 or ~103 GFLOP/s, ~1 s in
+        # each): peak samples spread over the kernels' seconds catch the fast one where three
+        # short bursts alone can miss it. Not between the sweep's sizes: the BLAS threads spin
+        # for a while after a matmul and took the CPU from the next sizes (L1 and L2 were then
+        # not resolved in 4 runs of 5). Cost: one call per precision per interval.
+        peak_every_s=0.3 if quick else 0.5,
         dram_low=dram_low, memory_budget=float(budget), budget_source=budget_src,
         dram_reachable=reachable, note=note,
     )
@@ -396,7 +404,9 @@ class PeakRepeats:
     """The timed repeats of the peak matmuls (fp64 and fp32, sized by ``peak_size``), taken in
     bursts at different moments of the measurement: a peak is the best the machine attains, so
     its estimate is the fastest repeat, and a busy spell on a shared machine long enough to
-    slow every repeat of one burst (a few hundred ms) must not also cover the others.
+    slow every repeat of one burst (a few hundred ms) must not also cover the others. Between
+    the kernels, ``between`` adds one call of each every ``plan.peak_every_s``: a shared VM's
+    cores dwell about a second in a slower state, long enough to cover all three bursts.
     Within a burst the precisions alternate (fp64, fp32, fp64, ...), so a disturbance hits
     both alike and their ratio stays honest."""
 
@@ -405,6 +415,24 @@ class PeakRepeats:
         self.sized = {p: peak_size(dt, plan) for p, dt in (("fp64", np.float64), ("fp32", np.float32))}
         self.samples = {p: [] for p in self.sized}
         self.bursts = 0
+        self.spread_out = 0          # samples taken by ``between``
+        self._last = time.perf_counter()
+
+    def _sample(self) -> None:
+        for p, (spec, fn) in self.sized.items():
+            t0 = time.perf_counter()
+            fn()
+            self.samples[p].append(time.perf_counter() - t0)
+        self._last = time.perf_counter()
+
+    def between(self, deadline=None) -> None:
+        """One timed call of each precision, when ``plan.peak_every_s`` has passed since the
+        last (called between the kernels, outside their timings); none past `deadline`."""
+        every = self.plan.peak_every_s
+        now = time.perf_counter()
+        if every and now - self._last >= every and (deadline is None or now <= deadline):
+            self._sample()
+            self.spread_out += 1
 
     def burst(self, repeats: int, deadline=None) -> None:
         """`repeats` timed calls of each precision; past `deadline` (a perf_counter value) no
@@ -414,10 +442,7 @@ class PeakRepeats:
             if (r >= 1 and len(self.samples["fp64"]) >= 3 and deadline is not None
                     and time.perf_counter() > deadline):
                 break
-            for p, (spec, fn) in self.sized.items():
-                t0 = time.perf_counter()
-                fn()
-                self.samples[p].append(time.perf_counter() - t0)
+            self._sample()
 
     def noisy(self) -> bool:
         """Whether the repeats so far disagree by more than 50% (worth another burst)."""
@@ -454,7 +479,8 @@ def kernel_specs(plan: Plan) -> list:
     return specs
 
 
-def measure_kernels(plan: Plan, caches, progress=None, deadline=None) -> dict:
+def measure_kernels(plan: Plan, caches, progress=None, deadline=None, between=None) -> dict:
+    """{key: KernelRun} of ``kernel_specs``; `between` is called after each kernel, untimed."""
     runs = {}
     for spec in kernel_specs(plan):
         fn = spec.make()
@@ -467,6 +493,8 @@ def measure_kernels(plan: Plan, caches, progress=None, deadline=None) -> dict:
         del fn
         if progress:
             progress("  " + runs[spec.key].describe())
+        if between:
+            between()
     return runs
 
 
@@ -544,12 +572,16 @@ def measure_cpu(quick=None, threads=None, progress=None) -> MeasuredHardware:
     sources = {
         "peak_flops": (f"measured {today}: np.matmul of random n x n matrices through {blas.library} "
                        f"{blas.version} on {threads} thread(s), 2n^3 FLOPs per call, the fastest of "
-                       f"{len(peak64.timing.seconds)} timed calls after a warm-up, taken in "
-                       f"{peak_reps.bursts} bursts (before the bandwidth sweep, after it, and after the "
+                       f"{len(peak64.timing.seconds)} timed calls after a warm-up, "
+                       + (f"{len(peak64.timing.seconds) - peak_reps.spread_out} of them " if peak_reps.spread_out else "")
+                       + f"taken in {peak_reps.bursts} bursts (before the bandwidth sweep, after it, and after the "
                        f"kernels: one busy spell on the machine cannot slow them all"
                        + ("; the last an extra one, as the repeats disagreed by more than 50%"
-                          if peak_reps.bursts > 3 else "") + "), "
-                       f"best over the sizes timed: "
+                          if peak_reps.bursts > 3 else "") + ")"
+                       + (f" and the other {peak_reps.spread_out} spread out, one every {plan.peak_every_s:g} s between the "
+                          "kernels (a shared machine's cores switch between faster and slower spells)"
+                          if peak_reps.spread_out else "")
+                       + ", best over the sizes timed: "
                        + ", ".join(f"{p} at n={_n(peak_from[p])}" for p in peaks)),
         "memory_bandwidth": bw_src,
         "memory_capacity": "physical memory reported by the OS (sysconf)",
@@ -573,7 +605,9 @@ def measure_cpu(quick=None, threads=None, progress=None) -> MeasuredHardware:
                             "arrays; bandwidth counts 3 x 8 bytes per element and pass, at each size's "
                             "fastest repeat"),
              "peak_desc": (f"np.matmul of random n x n matrices, {threads} BLAS thread(s), repeats in "
-                           f"{peak_reps.bursts} bursts, before and after the sweep and after the kernels"),
+                           f"{peak_reps.bursts} bursts, before and after the sweep and after the kernels"
+                           + (f", and one every {plan.peak_every_s:g} s between the kernels"
+                              if peak_reps.spread_out else "")),
              "blas": blas, "cpu": cpu_name(), "plan": plan, "peak_sizes": {"fp64": n64, "fp32": n32}}
     capacity = physical_memory()
     name = f"This machine ({cpu_name()}, {threads} thread{'s' if threads > 1 else ''})"
@@ -604,7 +638,8 @@ def _timed_runs(plan, caches, t_start, progress, say):
     peak_reps.burst(between, deadline=t_start + 0.75 * plan.budget_s)
     t0 = time.perf_counter()
     say("kernels...")
-    kernel_runs = measure_kernels(plan, caches, progress, deadline=t_start + 0.9 * plan.budget_s)
+    kernel_runs = measure_kernels(plan, caches, progress, deadline=t_start + 0.9 * plan.budget_s,
+                                  between=lambda: peak_reps.between(deadline=t_start + 0.9 * plan.budget_s))
     say(f"  [{time.perf_counter() - t0:.1f} s]")
     t0 = time.perf_counter()
     say("peak FLOP/s, last burst...")
@@ -615,7 +650,8 @@ def _timed_runs(plan, caches, t_start, progress, say):
     (peak64, n64), (peak32, n32) = peaks_run["fp64"], peaks_run["fp32"]
     say(f"  fp64 {peak64.best_flops / 1e9:.1f} GFLOP/s (n={n64}), "
         f"fp32 {peak32.best_flops / 1e9:.1f} GFLOP/s (n={n32}), the fastest of "
-        f"{len(peak64.timing.seconds)} repeats in {peak_reps.bursts} bursts  [{time.perf_counter() - t0:.1f} s]")
+        f"{len(peak64.timing.seconds)} repeats ({peak_reps.bursts} bursts, {peak_reps.spread_out} spread out)"
+        f"  [{time.perf_counter() - t0:.1f} s]")
     runs = {"peak_fp64": peak64, "peak_fp32": peak32}
     runs.update(kernel_runs)
     return sweep, runs, peak_reps
