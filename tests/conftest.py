@@ -11,3 +11,14 @@ def tiny(tmp_path_factory):
     from tiny_course import make_course
 
     return make_course(tmp_path_factory.mktemp("tiny-course"))
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Close the matplotlib figures a test leaves open (pyplot keeps every figure alive until
+    closed: a worker that runs many plotting tests would otherwise hold them all)."""
+    yield
+    import sys
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is not None:
+        plt.close("all")

@@ -89,6 +89,58 @@ def test_an_l3_smaller_than_the_os_reports_is_read_before_its_step():
         assert l3.resolved and l3.points == zone.sum() and "falls" not in l3.note
 
 
+@pytest.mark.parametrize("second_pass", ["fast", "slow"])
+def test_a_step_is_timed_again_and_kept_only_if_it_holds(monkeypatch, second_pass):
+    """A step inside a cache's zone may be the machine slowing down partway through the sweep (a
+    shared host) rather than the cache: recheck_steps times the zone's sizes again, each keeps its
+    faster pass, and the step goes only when the second pass runs the whole zone at one speed."""
+    from course_lib.measure.result import SweepPoint
+
+    caches = CacheInfo((Cache("L1", 48 * KiB, 1), Cache("L2", 2 * MiB, 1), Cache("L3", 300 * MiB, 16)), "test")
+    lo, hi = zones(caches, 16)["L3"]
+    sizes = lo * 2.0 ** (np.arange(-9, 18) / 3)
+    bw = np.select([sizes <= 48 * KiB, sizes <= 2 * MiB, sizes * 16 <= 100 * MiB], [1100e9, 700e9, 330e9], 240e9)
+    bw[sizes * 16 > 1.2 * GiB] = 140e9
+
+    def point(size, b):
+        return SweepPoint(size, 16, b, b, 0.01, "loop", 1, 7)
+
+    sweep = [point(int(s), b) for s, b in zip(sizes, bw)]
+    levels, _ = find_levels(sizes, bw, caches, 16)
+    assert {lv.name: lv for lv in levels}["L3"].step_at
+    asked = []
+
+    def sweep_again(plan, progress=None, deadline=None, sizes=None):
+        asked.extend(sizes)
+        # "fast": the whole zone at the first pass's L3 speed; "slow": the step is the cache's
+        return [point(s, 330e9 if second_pass == "fast" or s * 16 <= 100 * MiB else 245e9) for s in sizes]
+
+    monkeypatch.setattr(cpu, "measure_sweep", sweep_again)
+    plan = make_plan(False, 16, caches)
+    merged, levels, notes = cpu.recheck_steps(plan, caches, sweep, levels, say=lambda line: None)
+    assert asked and all(lo <= s <= hi for s in asked)                 # the L3 zone's sizes only
+    assert len(merged) == len(sweep) and [p.size for p in merged] == [p.size for p in sweep]
+    assert all(m.bandwidth >= p.bandwidth for m, p in zip(merged, sweep))
+    l3 = {lv.name: lv for lv in levels}["L3"]
+    note = next(n for n in notes if n.startswith("L3: the bandwidth stepped down"))
+    if second_pass == "fast":
+        assert l3.step_at is None and l3.points == sum(lo <= s <= hi for s in sizes) and "no step then" in note
+    else:
+        assert l3.step_at and round(l3.bandwidth / 1e9) == 330 and "the step held" in note
+
+
+def test_the_order_check_keeps_where_a_level_stepped_down():
+    """A level flagged by the order check (not distinct, out of order) still says where its
+    bandwidth stepped down: recheck_steps looks for it there."""
+    from course_lib.measure.plateaus import Level, _check_order
+
+    l1 = Level("L1", 200e9, 1e4, 3e4, 3, 1.1, 48e3, True)
+    for bw in (195e9, 300e9):                            # not distinct; out of order
+        l2 = Level("L2", bw, 1e5, 3e5, 3, 1.1, 2e6, True, "falls", step_at=4e5)
+        checked = _check_order([l1, l2], [])[1]
+        assert checked.step_at == 4e5 and checked.note != "falls"
+
+
 def test_a_sweep_too_small_for_dram_says_so():
     small = SIZES[SIZES <= 64 * MiB]
     levels, _ = find_levels(small, staircase(small), CACHES, threads=1)
@@ -540,6 +592,29 @@ def test_the_kernels_call_between_after_each_kernel_and_the_plans_space_peaks():
     seen = []
     runs = cpu.measure_kernels(plan, CACHES, between=lambda: seen.append(len(seen)))
     assert len(seen) == len(runs) == len(cpu.kernel_specs(plan))
+
+
+def test_a_measurement_that_sees_a_step_times_the_zone_again(monkeypatch):
+    """measure_cpu hands a level that stepped down to recheck_steps, and its report says so."""
+    import dataclasses
+
+    real = cpu.find_levels
+    calls = []
+
+    def first_with_a_step(*a, **k):
+        levels, notes = real(*a, **k)
+        calls.append(1)
+        if len(calls) == 1:              # the sweep's own pass: L2 "steps down" at its second size
+            levels = [dataclasses.replace(lv, step_at=lv.low * 1.5) if lv.name == "L2" and lv.points else lv
+                      for lv in levels]
+        return levels, notes
+
+    monkeypatch.setattr(cpu, "find_levels", first_with_a_step)
+    hw = cpu.measure_cpu(quick=True, threads=1)          # not this_machine(): nothing cached
+    if not hw.levels["L2"].points:
+        pytest.skip("this machine's sweep has no size in the L2 zone (no L2 reported)")
+    assert len(calls) == 2
+    assert any(n.startswith("L2: the bandwidth stepped down") and "timed again" in n for n in hw.notes), hw.notes
 
 
 def test_memory_levels_are_ordered(machine):

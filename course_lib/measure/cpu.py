@@ -305,8 +305,9 @@ def sweep_sizes(plan: Plan) -> list[int]:
     return [s for s in out if s * plan.threads <= plan.max_total]
 
 
-def measure_sweep(plan: Plan, progress=None, deadline=None) -> list[SweepPoint]:
-    sizes = sweep_sizes(plan)
+def measure_sweep(plan: Plan, progress=None, deadline=None, sizes=None) -> list[SweepPoint]:
+    """The bandwidth sweep over `sizes` (working sets per thread; default ``sweep_sizes(plan)``)."""
+    sizes = sweep_sizes(plan) if sizes is None else sizes
     n_max = -(-sizes[-1] // 16 // 512) * 512    # whole 4 KiB pages, so SKEW sets the offset
     team = _Team(plan.threads)
     buffers = [None] * plan.threads
@@ -555,6 +556,11 @@ def measure_cpu(quick=None, threads=None, progress=None) -> MeasuredHardware:
     sizes = np.array([p.size for p in sweep], dtype=float)
     bws = np.array([p.bandwidth for p in sweep])
     levels, notes = find_levels(sizes, bws, caches, threads, min_points=2)
+    if any(lv.step_at for lv in levels) and time.perf_counter() <= t_start + plan.budget_s:
+        with limit_blas_threads(threads):
+            sweep, levels, notes = recheck_steps(plan, caches, sweep, levels, say)
+        sizes = np.array([p.size for p in sweep], dtype=float)
+        bws = np.array([p.bandwidth for p in sweep])
     levels = {lv.name: lv for lv in levels}
     if plan.note:
         notes.append(f"DRAM was not reached: {plan.note}")
@@ -655,6 +661,37 @@ def _timed_runs(plan, caches, t_start, progress, say):
     runs = {"peak_fp64": peak64, "peak_fp32": peak32}
     runs.update(kernel_runs)
     return sweep, runs, peak_reps
+
+
+def recheck_steps(plan: Plan, caches, sweep: list, levels: list, say=print):
+    """(sweep, levels, notes) after timing again, at the end of the measurement, the sizes of
+    each cache zone where the bandwidth stepped down (``plateaus`` reads such a step as the
+    machine delivering less of that cache than the OS reports). A shared VM can also slow down
+    for its host's sake partway through the sweep and stay slow to the zone's end: that looks
+    the same in one pass. Each size keeps its faster pass; a step that was the machine slowing
+    down is gone from the merged points, one that comes from the cache's size is not."""
+    z = zones(caches, plan.threads)
+    stepped = [lv for lv in levels if lv.step_at and lv.name in z]
+    again = sorted({p.size for p in sweep for lv in stepped if z[lv.name][0] <= p.size <= z[lv.name][1]})
+    if not again:
+        return sweep, levels, []
+    say(f"the bandwidth stepped down inside {', '.join(lv.name for lv in stepped)}: its sizes again...")
+    second = {p.size: p for p in measure_sweep(plan, sizes=again)}
+    merged = [max(p, second[p.size], key=lambda v: v.bandwidth) if p.size in second else p for p in sweep]
+    sizes = np.array([p.size for p in merged], dtype=float)
+    new_levels, notes = find_levels(sizes, np.array([p.bandwidth for p in merged]), caches, plan.threads,
+                                    min_points=2)
+    by_name = {lv.name: lv for lv in new_levels}
+    for lv in stepped:
+        held = by_name[lv.name].step_at
+        notes.append(f"{lv.name}: the bandwidth stepped down at {fmt_binary_bytes(lv.step_at)} per thread in "
+                     f"the sweep; the zone's {sum(1 for s in again if z[lv.name][0] <= s <= z[lv.name][1])} "
+                     f"sizes timed again at the end, each keeping its faster pass: "
+                     + (f"the step held (at {fmt_binary_bytes(held)}): it comes with the working set's "
+                        "size, not with the moment it was timed"
+                        if held else "no step then: the machine had slowed down during the sweep, and the "
+                        "zone is read whole"))
+    return merged, new_levels, notes
 
 
 def _n(run: KernelRun) -> int:

@@ -13,7 +13,9 @@ robust on a noisy shared machine and to say plainly what they could not see:
    Its bandwidth is the median of those points. When the bandwidth **steps down inside a
    cache's zone** for good (every later point slower by more than ``RUN_TOL``), the machine
    delivers less of that cache than the OS reports (a VM's share of the host's L3): the level
-   is the run of points before the step, and its note says where the step is.
+   is the run of points before the step, and its note says where the step is. (A shared
+   machine that slows down partway through the sweep looks the same in one pass, so
+   ``cpu.recheck_steps`` times such a zone again and keeps each size's faster pass first.)
 3. Resolved levels must come out in order (each no faster than the one above, within
    ``ORDER_TOL``); a level that does not is reported as not resolved. Two neighbours within
    10% of each other are both kept, with a note that they are not distinct.
@@ -32,7 +34,7 @@ robust on a noisy shared machine and to say plainly what they could not see:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -58,6 +60,7 @@ class Level:
     capacity: float | None   # per-thread share of this cache from the OS (None for DRAM)
     resolved: bool
     note: str = ""
+    step_at: float | None = None     # working set per thread where the bandwidth stepped down, if it did
 
     @property
     def sizes_text(self) -> str:
@@ -166,7 +169,8 @@ def find_levels(sizes, bandwidths, caches, threads: int, min_points: int = 2, zo
                 f"the bandwidth falls {np.median(run) / np.median(pts[step:]):.1f}x at "
                 f"{fmt_binary_bytes(at[step])} per thread, short of the zone's end "
                 f"({fmt_binary_bytes(hi)}): this machine delivers less of its {name} than the OS "
-                f"reports (on a VM, the host's other tenants share it); the plateau is the sizes before"))
+                f"reports (on a VM, the host's other tenants share it); the plateau is the sizes before",
+                float(at[step])))
             notes.append(f"{name}: read from {step} of the {len(pts)} sizes in its zone; the bandwidth falls "
                          f"at {fmt_binary_bytes(at[step])} per thread")
             continue
@@ -186,15 +190,13 @@ def _check_order(levels, notes):
     for lv in levels:
         if lv.resolved and prev is not None:
             if lv.bandwidth > prev.bandwidth * ORDER_TOL:
-                lv = Level(lv.name, lv.bandwidth, lv.low, lv.high, lv.points, lv.flatness,
-                           lv.capacity, False,
-                           f"out of order: faster than {prev.name} ({lv.bandwidth / 1e9:.1f} vs "
-                           f"{prev.bandwidth / 1e9:.1f} GB/s); noise, or the cache sizes are wrong")
+                lv = replace(lv, resolved=False,
+                             note=f"out of order: faster than {prev.name} ({lv.bandwidth / 1e9:.1f} vs "
+                                  f"{prev.bandwidth / 1e9:.1f} GB/s); noise, or the cache sizes are wrong")
             elif lv.bandwidth * DISTINCT > prev.bandwidth:
                 notes.append(f"{prev.name} and {lv.name} are not distinct (within 10%): the kernel "
                              f"runs about as fast from both")
-                lv = Level(lv.name, lv.bandwidth, lv.low, lv.high, lv.points, lv.flatness,
-                           lv.capacity, True, f"not distinct from {prev.name} (within 10%)")
+                lv = replace(lv, resolved=True, note=f"not distinct from {prev.name} (within 10%)")
         out.append(lv)
         if lv.resolved:
             prev = lv
