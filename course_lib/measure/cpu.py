@@ -668,8 +668,9 @@ def recheck_steps(plan: Plan, caches, sweep: list, levels: list, say=print):
     each cache zone where the bandwidth stepped down (``plateaus`` reads such a step as the
     machine delivering less of that cache than the OS reports). A shared VM can also slow down
     for its host's sake partway through the sweep and stay slow to the zone's end: that looks
-    the same in one pass. Each size keeps its faster pass; a step that was the machine slowing
-    down is gone from the merged points, one that comes from the cache's size is not."""
+    the same in one pass. Each size keeps its faster pass; a step that was a slow moment is
+    gone from the merged points unless the second pass hits one too, while a step that comes
+    with the working set's size shows in both passes and stays."""
     z = zones(caches, plan.threads)
     stepped = [lv for lv in levels if lv.step_at and lv.name in z]
     again = sorted({p.size for p in sweep for lv in stepped if z[lv.name][0] <= p.size <= z[lv.name][1]})
@@ -687,10 +688,9 @@ def recheck_steps(plan: Plan, caches, sweep: list, levels: list, say=print):
         notes.append(f"{lv.name}: the bandwidth stepped down at {fmt_binary_bytes(lv.step_at)} per thread in "
                      f"the sweep; the zone's {sum(1 for s in again if z[lv.name][0] <= s <= z[lv.name][1])} "
                      f"sizes timed again at the end, each keeping its faster pass: "
-                     + (f"the step held (at {fmt_binary_bytes(held)}): it comes with the working set's "
-                        "size, not with the moment it was timed"
-                        if held else "no step then: the machine had slowed down during the sweep, and the "
-                        "zone is read whole"))
+                     + (f"the step held (at {fmt_binary_bytes(held)}): it showed in both passes"
+                        if held else "no step the second time: the slower sizes were a slower moment of the "
+                        "machine, and the zone is read whole"))
     return merged, new_levels, notes
 
 
