@@ -69,6 +69,26 @@ def controls() -> dict:
 CONTROL_OF = {"peak": "core", "L3 ": "memory", "DRAM bandwidth": "memory"}
 
 
+def verdict(figure: str, values, controls_of_runs) -> str:
+    """Issue 17's target for a figure it names (peaks, L3, DRAM: spread <= 15%), and whether the
+    control that figure moves with held still over the same runs; "" for other figures.
+
+    >>> verdict("peak fp64 (GFLOP/s)", [100, 104, 98], [{"core": 15.0}, {"core": 15.2}, {"core": 15.1}])
+    '<= 15%: yes'
+    >>> verdict("DRAM bandwidth (GB/s)", [30, 40, 35], [{"memory": 20}, {"memory": 25}, {"memory": 21}])
+    '<= 15%: NO (the memory control moved: the machine was not quiet)'
+    >>> verdict("L1 bandwidth (GB/s)", [1, 2], [{}, {}])
+    ''
+    """
+    control = next((c for prefix, c in CONTROL_OF.items() if figure.startswith(prefix)), None)
+    if control is None:
+        return ""
+    out = f"<= 15%: {'yes' if spread(values) <= 0.15 else 'NO'}"
+    if spread([c[control] for c in controls_of_runs]) > QUIET:
+        out += f" (the {control} control moved: the machine was not quiet)"
+    return out
+
+
 def parse_fields(pairs):
     """{field: value} from FIELD=VALUE strings, the values as Python literals (0, 1, 0.008, None)."""
     import ast
@@ -170,7 +190,8 @@ class Arm:
         print(f"run {i + 1}{label}: {wall:.1f} s wall ({hw.wall_time_s:.1f} s inside), {hw.setup['mode']}, "
               f"{hw.threads} thread(s); memory ceiling {hw.memory_label}; not resolved: "
               f"{', '.join(unresolved) or 'none'}; load average {os.getloadavg()[0]:.1f}; "
-              f"controls: core {self.controls[-1]['core']:.1f}, memory {self.controls[-1]['memory']:.1f} GB/s", flush=True)
+              f"controls: core {self.controls[-1]['core']:.1f}, memory {self.controls[-1]['memory']:.1f} GB/s"
+              + "".join(f"; plan {f}={getattr(hw.setup['plan'], f)!r}" for f in fields), flush=True)
         # this run's targeted figures, so that an outlier run shows which run it was
         print("       " + ", ".join(f"{k.split(' (')[0]} {v:.4g}" for k, v in figures.items()
                                     if k.startswith(("peak", "L3 ", "DRAM bandwidth"))), flush=True)
@@ -179,21 +200,15 @@ class Arm:
         walls, rows = self.walls, self.rows
         print(f"\nmeasurement wall time: median {statistics.median(walls):.1f} s, min {min(walls):.1f}, "
               f"max {max(walls):.1f}, spread {spread(walls):.0%}  (target <= 20 s for a full run)")
-        quiet = {}
         for name in ("core", "memory"):
             v = [c[name] for c in self.controls]
-            quiet[name] = spread(v) <= QUIET
             print(f"control {name!r} before each run: median {statistics.median(v):.1f} GB/s, spread "
-                  f"{spread(v):.0%}: " + ("the machine held still" if quiet[name] else
+                  f"{spread(v):.0%}: " + ("the machine held still" if spread(v) <= QUIET else
                                          f"the machine itself moved by more than {QUIET:.0%}"))
         print(f"\n{'figure':42s} {'median':>10s} {'min':>10s} {'max':>10s} {'spread':>7s}  runs  target")
         for k, v in rows.items():
-            control = next((c for prefix, c in CONTROL_OF.items() if k.startswith(prefix)), None)
-            verdict = f"<= 15%: {'yes' if spread(v) <= 0.15 else 'NO'}" if control else ""
-            if control and not quiet[control]:
-                verdict += f" (the {control} control moved: the machine was not quiet)"
             print(f"{k:42s} {statistics.median(v):10.4g} {min(v):10.4g} {max(v):10.4g} {spread(v):7.0%}  "
-                  f"{len(v):4d}  {verdict}")
+                  f"{len(v):4d}  {verdict(k, v, self.controls)}")
         print(f"\nthreads per run: {self.threads} "
               f"({'the same every run' if len(set(self.threads)) == 1 else 'CHANGED'}); "
               f"memory ceiling per run: {sorted(set(self.ceilings))}")

@@ -833,3 +833,29 @@ def test_gpu_vs_zoo_reports_a_zoo_ceiling_below_a_measurement(monkeypatch, capsy
     assert "against the zoo's NVIDIA H100 SXM5 80GB (H100)" in out
     assert "zoo ceilings above every measurement: NO, measured above: peak fp32" in out
     assert "roofline never slower than a measured kernel: NO: " in out
+
+
+def test_measure_bench_alternates_its_arms_and_judges_by_its_controls(capsys):
+    """benchmarks/measure_bench.py --ab: the two plans alternate run by run, the changed field
+    reaches the measurement of arm B only, both arms print their controls and verdicts; and the
+    verdict says when a figure's control moved (its doctests, run here: benchmarks/ is not a
+    test path)."""
+    import doctest
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "measure_bench.py"
+    spec = importlib.util.spec_from_file_location("measure_bench", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert doctest.testmod(bench).failed == 0
+    bench.main(["1", "--quick", "--threads", "1", "--ab", "peak_every_s=None"])
+    out = capsys.readouterr().out
+    runs = [line for line in out.splitlines() if line.startswith("run ")]
+    assert [r.split(":")[0] for r in runs] == ["run 1A", "run 1B"], out
+    assert "plan peak_every_s=None" in runs[1] and "plan peak_every_s" not in runs[0], runs
+    assert out.count("control 'core' before each run") == 2 and out.count("==== arm") == 2, out
+    assert out.count("<= 15%:") >= 2 * 2, out                 # the peaks at least, in each arm
+    with pytest.raises(SystemExit, match="FIELD one of"):
+        bench.parse_fields(["no_such_field=1"])
+
