@@ -4,9 +4,9 @@
                                                   # on a 2-core machine)
     python benchmarks/measure_bench.py --quick 5  # 5 quick ones (what nbgrader runs)
     python benchmarks/measure_bench.py --threads 1
-    python benchmarks/measure_bench.py 5 --ab peak_every_s=0 --ab dram_visits=1
+    python benchmarks/measure_bench.py 5 --ab peak_every_s=None
                                                   # 5 runs of the plan as it is, alternating with
-                                                  # 5 of the plan with those fields changed
+                                                  # 5 of the plan with that field changed
 
 Prints each run's wall time, threads and memory ceiling, then the median and spread of the wall
 time and of every figure (peaks, level bandwidths, ridge points) against issue 17's target
@@ -194,7 +194,7 @@ class Arm:
               + "".join(f"; plan {f}={getattr(hw.setup['plan'], f)!r}" for f in fields), flush=True)
         # this run's targeted figures, so that an outlier run shows which run it was
         print("       " + ", ".join(f"{k.split(' (')[0]} {v:.4g}" for k, v in figures.items()
-                                    if k.startswith(("peak", "L3 ", "DRAM bandwidth"))), flush=True)
+                                    if k.startswith(tuple(CONTROL_OF))), flush=True)
 
     def summary(self):
         walls, rows = self.walls, self.rows
