@@ -162,7 +162,7 @@ def roofline_text(title: str, hws, prec: str, points, op: str = "FLOP",
         for i in range(len(s.x)):
             batch = "" if s.batch is None else str(int(s.batch[i]))
             rows.append([s.label, batch, fmt_sig(s.x[i]), fmt_sig(s.y[i] / 1e12), bound[i], frac[i]])
-        on = (f" of the {chip.key}" if chip is not None and len(hws) > 1 else "") + (
+        on = (f" of the {chip.short_name}" if chip is not None and len(hws) > 1 else "") + (
             f" ({own})" if own != prec else "")
         if len(s.x) == 1:
             parts = [f"intensity {fmt_sig(s.x[0])} {op}/byte",

@@ -147,6 +147,19 @@ class Hardware(metaclass=ZooMeta):
         """Every zoo entry, in the zoo's order."""
         return list(_zoo().values())
 
+    @property
+    def short_name(self) -> str:
+        """What a chart or message calls this chip: its zoo key ("A100"), or for a chip not in
+        the zoo (measured, or made with ``Hardware(...)``) its name up to the first parenthesis.
+
+        >>> from course_lib import Q_
+        >>> Hardware("My GPU (prototype)", {"fp16": Q_(100, "TFLOP/s")}, Q_(1, "TB/s")).short_name
+        'My GPU'
+        >>> Hardware.A100.short_name
+        'A100'
+        """
+        return self.key or self.name.split(" (")[0].strip() or self.name
+
     # ---- figures as Quantities ---------------------------------------------------------
     @property
     def precisions(self) -> tuple[str, ...]:

@@ -110,7 +110,7 @@ def draw_roofline(ax, hardware, precision="fp16", points=(), x_range=None):
         ax.plot(x, np.minimum(peak, bw * x) / 1e12, color=c, lw=2, ls=CHIP_STYLES[i % len(CHIP_STYLES)],
                 label=f"{h.name}: {fmt_per_second(peak, op + '/s')} {prec}, {fmt_per_second(bw, 'B/s')}")
         ax.axvline(ridge, color=c, ls=":", lw=1)
-        name = f"{h.key} " if len(hws) > 1 else ""
+        name = f"{h.short_name} " if len(hws) > 1 else ""
         ridge_labels.append(ax.annotate(f"{name}ridge {fmt_sig(ridge)}", (ridge, peak / 1e12),
                                         textcoords="offset points", xytext=(4, -12), fontsize=8, color=c))
     lines, n_sweeps = [], 0

@@ -151,7 +151,7 @@ class _Explorer:
         first = hws[0] if chip is None else Hardware.get(chip)
         if first.name not in self.hardware:
             raise CourseError(f"chip={chip!r} is not one of the explorer's hardware "
-                              f"({', '.join(h.key for h in hws)}); add it to hardware.")
+                              f"({', '.join(h.short_name for h in hws)}); add it to hardware.")
         return _select(list(self.hardware), first.name, "hardware")
 
     def _ipython_display_(self):
@@ -215,7 +215,7 @@ class RooflineExplorer(_Explorer):
             why = f"the {prec} weights alone ({fmt_bytes(weights)}) exceed its {cap}"
         else:
             why = f"{batch} sequences need more than its {cap}; at most {most} fit"
-        _message(ax, f"Does not fit on one {hw.key}: {why}. Not run.", "C3")
+        _message(ax, f"Does not fit on one {hw.short_name}: {why}. Not run.", "C3")
         return f"<b>Does not fit</b> on one {html.escape(hw.name)}: {why}. Nothing is plotted."
 
 
@@ -248,7 +248,7 @@ class ServingExplorer(_Explorer):
     def _draw(self, ax):
         batch, prompt, output, hw_name, wp, kvp = (c.value for c in self.controls)
         hw = self.hardware[hw_name]
-        ax.set_title(f"{self.model.name} on {hw.key}: batch {batch}, prompt {prompt}, "
+        ax.set_title(f"{self.model.name} on {hw.short_name}: batch {batch}, prompt {prompt}, "
                      f"output {output}; weights {wp}, KV cache {kvp}", fontsize=10)
         s = serve(self.model, hw, prompt_tokens=prompt, output_tokens=output, batch_size=batch,
                   precision="fp16", weight_precision=wp, kv_precision=kvp)
@@ -259,7 +259,7 @@ class ServingExplorer(_Explorer):
             draw_roofline(ax, hw, "fp16")
             room = (f"at most {s.max_batch_size} sequences of {prompt + output:,} tokens fit"
                     if s.max_batch_size else "the weights alone do not fit")
-            _message(ax, f"Does not fit on one {hw.key}: needs {fmt_bytes(s.memory_per_gpu_si)}, "
+            _message(ax, f"Does not fit on one {hw.short_name}: needs {fmt_bytes(s.memory_per_gpu_si)}, "
                          f"has {fmt_bytes(cap)} ({room}). Not run.", "C3")
             return (f"<b>Does not fit</b> on one {html.escape(hw.name)}: {memory} &gt; "
                     f"{fmt_bytes(cap)}; {room}. Nothing is plotted: this batch cannot run here."

@@ -28,6 +28,25 @@ def test_roofline_chart_has_ceilings_ridge_and_points():
     plt.close(fig)
 
 
+def test_a_chip_outside_the_zoo_is_named_in_ridge_labels_and_text():
+    """Lesson 5 draws the measured machine next to the laptop CPU: its ridge label read
+    "None ridge 10.1" (a chip outside the zoo has no key)."""
+    import matplotlib.pyplot as plt
+
+    from course_lib.alt_text import figure_text
+
+    from course_lib import Q_
+
+    mine = Hardware("This machine (2 threads)", {"fp32": Q_(260, "GFLOP/s")}, Q_(26, "GB/s"))
+    p = solve(Models.ResNet50, mine, batch_size=1, precision="fp32")
+    fig, ax = plot_roofline([mine, Hardware.LaptopCPU], workloads=[p], precision="fp32")
+    labels = [t.get_text() for t in ax.texts if "ridge" in t.get_text()]
+    assert labels[0].startswith("This machine ridge") and labels[1].startswith("LaptopCPU ridge"), labels
+    text = figure_text(fig)
+    assert "None" not in " ".join(labels) + text.alt + repr(text.tables), text.alt
+    plt.close(fig)
+
+
 def test_plot_refuses_a_missing_precision():
     from course_lib import PrecisionError
     with pytest.raises(PrecisionError):
