@@ -122,3 +122,16 @@ def fmt_per_second(x: float, unit: str) -> str:
         if abs(x) >= scale * 0.99995:
             return f"{x / scale:.4g} {prefix}{unit}"
     return f"{x:.4g} {unit}"
+
+
+def fmt_batch(batch: float) -> str:
+    """A crossover batch: a whole number of samples (fractions to 3 significant digits), or
+    "never" where no batch makes the step compute-bound (``crossover_batch`` returns inf).
+
+    >>> fmt_batch(24.47), fmt_batch(1536.0), fmt_batch(float("inf"))
+    ('24.5', '1,536', 'never')
+    """
+    b = float(batch)
+    if math.isinf(b) and b > 0:
+        return "never"
+    return f"{b:,.0f}" if abs(b) >= 99.95 else fmt_sig(b)

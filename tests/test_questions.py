@@ -129,9 +129,10 @@ def _gives_away(spec, value: float, unit, result: bool, truth: float) -> bool:
     return result
 
 
-def _run_lesson(path):
+def _run_lesson(path, printed=None):
     """Execute a solution notebook in this process as a student who answers with the solution
-    would see it, cell by cell; yields (cell, visible text before this cell)."""
+    would see it, cell by cell; yields (cell, visible text before this cell). What each code
+    cell prints is also appended to `printed`, where given."""
     import matplotlib
     import nbformat
 
@@ -153,6 +154,8 @@ def _run_lesson(path):
         with contextlib.redirect_stdout(out):
             exec(compile(strip_delimiters(cell.source), f"<{path.stem}:{gid or 'cell'}>", "exec"), ns)
         shown.append(out.getvalue())
+        if printed is not None:
+            printed.append(out.getvalue())
 
 
 def leaks(path, solution=None) -> list[str]:
@@ -191,6 +194,18 @@ def test_nothing_above_an_answer_cell_gives_its_answer_away(path, monkeypatch):
     monkeypatch.delenv(V.KEY_ENV, raising=False)         # the lesson's own numbers
     problems = leaks(path)
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("path", CONVERTED, ids=lambda p: p.parent.name)
+def test_printed_numbers_read_as_words_not_python(path):
+    """What the cells print says "never" or names a chip where Python would print inf, nan or
+    None (lesson 1's Q7 verify printed "crossover batch inf"; a measured machine's ridge label
+    read "None ridge 10.1")."""
+    printed: list[str] = []
+    for _ in _run_lesson(path, printed):
+        pass
+    artefacts = re.findall(r"[^\n]*(?<![\w.'\"])(?:inf|nan|None)(?![\w'\"(])[^\n]*", "\n".join(printed))
+    assert not artefacts, "\n".join(artefacts)
 
 
 def _spaced(path) -> list[str]:

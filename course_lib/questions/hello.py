@@ -8,6 +8,7 @@ byte budget of the ridge, not the intensity Q5 asks for.
 from __future__ import annotations
 
 from ..answer_forms import Choice, Number, Reason, Regime
+from ..formatting import fmt_batch
 from .core import Solution, Truth, question
 
 CHIP, MODEL = "A100", "ResNet50"
@@ -302,7 +303,7 @@ def q7(chip, batch):
             ridge = h.ridge_point_si("fp16")
             print(f"{h.name:22s} ridge {ridge:6.1f} ({ridge / limit - 1:+5.0%} vs the limit); batch {batch}: "
                   f"intensity {run.arithmetic_intensity.m:6.1f} -> {run.bottleneck}; "
-                  f"crossover batch {crossover_batch(model, h):.4g}")
+                  f"crossover batch {fmt_batch(crossover_batch(model, h))}")
 
     return Solution(
         {"q7_prediction": Truth(p.bottleneck, mistakes={

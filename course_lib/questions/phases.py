@@ -6,6 +6,7 @@ answer each classic mistake leads to, and the arithmetic its verify cell prints.
 from __future__ import annotations
 
 from ..answer_forms import Choice, Number, Ratio, Reason, Regime, WholeNumber
+from ..formatting import fmt_batch
 from .core import Solution, Truth, question
 
 CHIP, MODEL = "H100", "Llama3_8B"
@@ -318,9 +319,9 @@ def q8(batch):
             d = s.decode
             print(f"{label:18s} compute {d.t_compute_si * 1e3:6.2f} ms, memory {d.t_memory_si * 1e3:6.2f} ms, "
                   f"intensity {d.flops_si / d.bytes_si:6.1f} FLOP/byte -> {d.bottleneck}; fits: {s.fits}")
-        print("\ncontext  crossover batch B* (decode step at that context; inf = never compute-bound)")
+        print("\ncontext  crossover batch B* (decode step at that context; never: compute-bound at no batch)")
         for ctx in (1, 64, 256, 512, 2048):
-            print(f"{ctx:7d}  {crossover_batch(llama, h100, context_tokens=ctx):.0f}")
+            print(f"{ctx:7d}  {fmt_batch(crossover_batch(llama, h100, context_tokens=ctx))}")
 
     return Solution(
         {"q8_short": Truth(short.decode.bottleneck, mistakes={"weights-per-sample": one_sequence.decode.bottleneck},

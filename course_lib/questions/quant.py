@@ -8,6 +8,7 @@ bytes moves the truths, the mistakes and the printed arithmetic together.
 from __future__ import annotations
 
 from ..answer_forms import Ratio, Reason, Regime, WholeNumber
+from ..formatting import fmt_batch
 from .core import Solution, Truth, question
 
 CHIP, MODEL = "A100", "Llama3_8B"
@@ -238,7 +239,7 @@ def q5(batch):
               f"{bytes_per_element('fp16') / bytes_per_element('int8'):g}x)")
         for wp in ("fp16", "int8", "int4"):
             print(f"crossover batch B* with {wp} weights (context {context}): "
-                  f"{crossover_batch(llama, a100, weight_precision=wp, context_tokens=context):.0f}")
+                  f"{fmt_batch(crossover_batch(llama, a100, weight_precision=wp, context_tokens=context))}")
 
     return Solution(
         {"q5_prediction": Truth(int8.bottleneck, mistakes={"weights-per-sample": one_sequence.bottleneck},
