@@ -803,6 +803,29 @@ def test_the_cli_gpu_path_on_a_stand_in(monkeypatch, tmp_path, capsys):
     assert (tmp_path / "gpu_roofline.png").stat().st_size > 0 and (tmp_path / "gpu_sweep.png").exists()
 
 
+@pytest.mark.parametrize("argv, env, quick", [([], "quick", True), ([], "full", False), (["--quick"], "full", True),
+                                              ([], None, False)])
+def test_the_cli_measures_in_the_mode_the_notebooks_would(monkeypatch, capsys, argv, env, quick):
+    """`python -m course_lib.measure` honours $COURSE_LIB_MEASURE as this_machine() does (it
+    measured in full mode with COURSE_LIB_MEASURE=quick); --quick wins over it."""
+    from course_lib.measure import cpu
+    from course_lib.measure.__main__ import main
+
+    seen = {}
+
+    def fake_measure(quick=None, threads=None, progress=None):
+        seen["quick"] = cpu.want_quick(quick)
+        return example()
+    monkeypatch.setattr(cpu, "measure_cpu", fake_measure)
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    if env is None:
+        monkeypatch.delenv("COURSE_LIB_MEASURE", raising=False)
+    else:
+        monkeypatch.setenv("COURSE_LIB_MEASURE", env)
+    assert main(argv) == 0
+    assert seen["quick"] is quick
+
+
 def test_the_kernels_labels_on_the_hierarchical_roofline_do_not_overlap():
     import matplotlib
     matplotlib.use("Agg")
