@@ -862,6 +862,29 @@ def test_gpu_vs_zoo_reports_a_zoo_ceiling_below_a_measurement(monkeypatch, capsy
     assert "roofline never slower than a measured kernel: NO: " in out
 
 
+def test_sweep_call_bench_times_each_zone_with_each_call_length(capsys):
+    """benchmarks/sweep_call_bench.py: every call length is timed on the zone asked for, in every
+    round, and the rule's own length is marked; a zone the machine lacks is refused by name."""
+    import importlib.util
+    from pathlib import Path
+
+    from course_lib.measure.plateaus import zones
+    from course_lib.measure.system import cache_sizes
+
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "sweep_call_bench.py"
+    spec = importlib.util.spec_from_file_location("sweep_call_bench", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    zone = min(zones(cache_sizes(), 1).items(), key=lambda kv: kv[1][0])[0]     # the smallest: fast
+    bench.main(["--threads", "1", "--quick", "--rounds", "2", "--calls", "1,2", "--zones", zone])
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines() if line.startswith(zone + " ")]
+    assert [r[1] for r in rows] == ["1", "2"], out
+    assert out.count("round ") == 2 and "(the rule's)" in out, out           # quick, 1 thread: 2 ms
+    with pytest.raises(SystemExit, match="not a zone on this machine"):
+        bench.main(["--zones", "L9"])
+
+
 def test_measure_bench_alternates_its_arms_and_judges_by_its_controls(capsys):
     """benchmarks/measure_bench.py --ab: the two plans alternate run by run, the changed field
     reaches the measurement of arm B only, both arms print their controls and verdicts; and the

@@ -105,20 +105,28 @@ def want_quick(quick=None) -> bool:
     return os.environ.get("NBGRADER_EXECUTION", "") in ("autograde", "validate")
 
 
-def sweep_call_s(threads: int) -> float:
-    """How long one timed call of the bandwidth sweep lasts: 1 ms per thread, at most 32 ms.
+def sweep_call_s(threads: int, quick: bool = False) -> float:
+    """How long one timed call of the bandwidth sweep lasts: 4 ms per thread, at most 32 ms (2 ms
+    per thread, at most 16 ms, in quick mode, which must fit its shorter time budget).
 
     Short, because on a busy machine the OS preempts a process every few ms, and a call that
-    fits between preemptions measures the machine, not its other users. Not shorter than the
-    team's start: the barrier wakes the workers one after another (each needs the GIL to leave
-    it), so the last starts a little after the first, and a call must be long against that
-    skew. On a quiet 16-core VM (issue 17's device check), 2 ms calls read DRAM at 104 GB/s
-    (spread 14% over 5 runs), 16 ms calls 136 GB/s (12%), 32 ms 141 GB/s (6%).
+    fits between preemptions measures the machine, not its other users. Long against what every
+    call pays before its threads stream together: the barrier wakes the workers one after
+    another (each needs the GIL to leave it), so the last starts a little after the first, and
+    the longer the team the longer that start. Measured (issue 17), each arm alternating with
+    the others: on a quiet 16-core VM, 16 ms calls read DRAM at 136 GB/s (spread 14% over 5
+    runs), 32 ms at 141 (6%); on the 2-vCPU VM with 2 threads, 2 ms calls read L3 at 60.1 GB/s
+    and DRAM at 31.8, 8 ms calls 65.3 and 33.5 (benchmarks/sweep_call_bench.py), and over 6 + 6
+    whole measurements the spreads of L2, L3 and DRAM fell from 26%, 51% and 42% to 10% each, at
+    2.7 s more per full run (benchmarks/results/2026-11-27-vm-2vcpu).
 
-    >>> sweep_call_s(1), sweep_call_s(2), sweep_call_s(16), sweep_call_s(64)
-    (0.001, 0.002, 0.016, 0.032)
+    >>> sweep_call_s(1), sweep_call_s(2), sweep_call_s(8), sweep_call_s(64)
+    (0.004, 0.008, 0.032, 0.032)
+    >>> sweep_call_s(1, quick=True), sweep_call_s(2, quick=True), sweep_call_s(16, quick=True)
+    (0.002, 0.004, 0.016)
     """
-    return min(0.032, 0.001 * threads)
+    per_thread, cap = (0.002, 0.016) if quick else (0.004, 0.032)
+    return min(cap, per_thread * threads)
 
 
 def make_plan(quick: bool, threads: int, caches, budget=None) -> Plan:
@@ -157,7 +165,7 @@ def make_plan(quick: bool, threads: int, caches, budget=None) -> Plan:
     return Plan(
         quick=quick, threads=threads,
         repeats=4 if quick else 7,
-        sweep_target_s=sweep_call_s(threads),
+        sweep_target_s=sweep_call_s(threads, quick),
         per_octave=per_octave,
         # below ~11 KiB the per-pass overhead of the reduce kernel (a few ns) shows
         min_size=11 * KiB + 256,
