@@ -890,7 +890,10 @@ def run_all(b: Browser, path: str, timeout: float = 600) -> dict:
                 return outputs
 
     async def talk() -> int:
-        ws = await websocket_connect(HTTPRequest(url, headers={"Cookie": cookie, "Origin": b.base}))
+        # the connect waits for the new kernel: tornado's default 20 s is too short when a whole
+        # class starts its kernels at once on a small machine (a CI run timed out there)
+        ws = await websocket_connect(HTTPRequest(url, headers={"Cookie": cookie, "Origin": b.base},
+                                                 connect_timeout=timeout, request_timeout=timeout))
         ran = 0
         for cell in nb["cells"]:
             if cell["cell_type"] == "code" and cell["source"].strip():
