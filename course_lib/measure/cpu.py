@@ -114,7 +114,7 @@ def sweep_call_s(threads: int, quick: bool = False) -> float:
     call pays before its threads stream together: the barrier wakes the workers one after
     another (each needs the GIL to leave it), so the last starts a little after the first, and
     the longer the team the longer that start. Measured (issue 17), each arm alternating with
-    the others: on a quiet 16-core VM, 16 ms calls read DRAM at 136 GB/s (spread 14% over 5
+    the others: on a quiet 16-core VM, 16 ms calls read DRAM at 136 GB/s (spread 12% over 5
     runs), 32 ms at 141 (6%); on the 2-vCPU VM with 2 threads, 2 ms calls read L3 at 60.1 GB/s
     and DRAM at 31.8, 8 ms calls 65.3 and 33.5 (benchmarks/sweep_call_bench.py), and over 6 + 6
     whole measurements the spreads of L2, L3 and DRAM fell from 26%, 51% and 42% to 10% each, at
