@@ -25,14 +25,10 @@ import statistics
 import time
 
 
-def spread(values):
-    m = statistics.median(values)
-    return (max(values) - min(values)) / m if m else float("nan")
-
-
 def main(argv=None):
     from course_lib.measure import cpu
     from course_lib.measure.plateaus import zones
+    from course_lib.measure.timing import Timing
     from course_lib.measure.system import cache_sizes
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -72,7 +68,8 @@ def main(argv=None):
         print(f"round {r + 1}: " + ", ".join(f"{n} {c:g} ms {v[-1]:.1f}" for (n, c), v in bw.items()), flush=True)
     print(f"\n{'zone':5s} {'call':>8s} {'median GB/s':>12s} {'min':>7s} {'max':>7s} {'spread':>7s} {'zone s':>7s}")
     for (name, call), v in sorted(bw.items(), key=lambda kv: (list(picked).index(kv[0][0]), kv[0][1])):
-        print(f"{name:5s} {call:6g} ms {statistics.median(v):12.1f} {min(v):7.1f} {max(v):7.1f} {spread(v):7.0%} "
+        spread = Timing(tuple(v)).spread          # (max - min) / median, as the measurement reports it
+        print(f"{name:5s} {call:6g} ms {statistics.median(v):12.1f} {min(v):7.1f} {max(v):7.1f} {spread:7.0%} "
               f"{statistics.median(secs[(name, call)]):7.2f}" + ("  (the rule's)" if call == rule else ""))
 
 

@@ -104,8 +104,12 @@ def fmt_rate(per_second: float, what: str) -> str:
     >>> fmt_rate(133.33, "tokens/s"), fmt_rate(59.92, "tokens/s")
     ('133 tokens/s', '59.9 tokens/s')
     """
-    r = float(per_second)
-    return f"{r:,.0f} {what}" if abs(r) >= 99.95 else f"{fmt_sig(r)} {what}"
+    return f"{_whole_from_100(per_second)} {what}"
+
+
+def _whole_from_100(x: float) -> str:
+    x = float(x)
+    return f"{x:,.0f}" if abs(x) >= 99.95 else fmt_sig(x)
 
 
 def fmt_per_second(x: float, unit: str) -> str:
@@ -132,6 +136,4 @@ def fmt_batch(batch: float) -> str:
     ('24.5', '1,536', 'never')
     """
     b = float(batch)
-    if math.isinf(b) and b > 0:
-        return "never"
-    return f"{b:,.0f}" if abs(b) >= 99.95 else fmt_sig(b)
+    return "never" if math.isinf(b) and b > 0 else _whole_from_100(b)
