@@ -528,8 +528,15 @@ def hub_log_on_failure(hub):
     try:
         yield
     except Exception as e:
-        tail = "\n".join(hub["log"].read_text(errors="replace").splitlines()[-60:])
-        raise AssertionError(f"{e}\n---- the hub's log (last lines) ----\n{tail}") from e
+        lines = hub["log"].read_text(errors="replace").splitlines()
+        # the tail alone showed only the other students' last steps (a CI run lost why a kernel
+        # died): first every line that reports trouble or names a user or kernel the error names
+        names = set(re.findall(r"rft\w+|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", str(e)))
+        trouble = re.compile(r"\[[WEC] |Traceback|Error|died|Restarter|Killed|" + "|".join(map(re.escape, names or {"^$"})))
+        marked = [ln for ln in lines[:-60] if trouble.search(ln) and "extra notebooks submitted" not in ln][-120:]
+        raise AssertionError(f"{e}\n---- the hub's log: lines that report trouble or name {sorted(names)} ----\n"
+                             + "\n".join(marked) + "\n---- the hub's log (last lines) ----\n"
+                             + "\n".join(lines[-60:])) from e
 
 
 def test_a_term_on_one_machine(hub, capsys):
@@ -847,27 +854,53 @@ def limits_hold(hub, other, bomber, timings: dict) -> None:
 CROWD = int(os.environ.get("ROOFLINE_HUB_LOAD_STUDENTS", "20"))
 
 
+class KernelLost(AssertionError):
+    """The kernel's websocket closed, or could not open, before the kernel answered."""
+
+
 def run_all(b: Browser, path: str, timeout: float = 600) -> dict:
     """Run All: every code cell of the notebook at `path`, in order, in a new kernel of the
     student's server (as JupyterLab does, over the kernel's websocket); the outputs saved into
-    the notebook. Returns the number of cells run and the memory (KiB) the student's processes
-    hold with the kernel still up; a cell that fails is an AssertionError."""
+    the notebook. Returns the number of cells run, the memory (KiB) the student's processes
+    hold with the kernel still up, and the kernels lost before their first cell ran (each
+    started again once, as a student restarts a kernel that died starting; a kernel lost again,
+    or lost after a cell ran, or a cell that fails is an AssertionError)."""
+    nb = b.get(f"api/contents/{path}", params={"content": 1}).json()["content"]
+    lost = []
+    for attempt in (1, 2):
+        kernel = b.post("api/sessions", json={"path": path, "type": "notebook", "name": Path(path).name,
+                                              "kernel": {"name": "python3"}})
+        kernel.raise_for_status()
+        kernel = kernel.json()["kernel"]["id"]
+        try:
+            ran = _run_cells(b, kernel, nb, timeout)
+            break
+        except KernelLost as e:
+            lost.append({"kernel": kernel, "why": str(e)})
+            if attempt == 2:
+                raise KernelLost(f"{b.user}: lost a kernel twice before its first cell: {lost}") from e
+        finally:
+            rss = _rss_kib(b.user)
+            b.s.delete(b.url(f"api/kernels/{kernel}"),
+                       headers={"X-XSRFToken": b.s.cookies.get("_xsrf", path=f"/user/{b.user}/")}, timeout=60)
+    b.put(f"api/contents/{path}", json={"type": "notebook", "format": "json", "content": nb}).raise_for_status()
+    return {"cells": ran, "rss_kib": rss, "lost": lost}
+
+
+def _run_cells(b: Browser, kernel: str, nb: dict, timeout: float) -> int:
+    """Run nb's code cells in `kernel` over its websocket, each cell's outputs into nb; the
+    number of cells run. KernelLost when the socket closes (or cannot open) before a cell ran."""
     import asyncio
     import uuid
 
-    from tornado.httpclient import HTTPRequest
-    from tornado.websocket import websocket_connect
+    from tornado.httpclient import HTTPClientError, HTTPRequest
+    from tornado.websocket import WebSocketClosedError, websocket_connect
 
-    r = b.post("api/sessions", json={"path": path, "type": "notebook", "name": Path(path).name,
-                                     "kernel": {"name": "python3"}})
-    r.raise_for_status()
-    kernel = r.json()["kernel"]["id"]
-    nb = b.get(f"api/contents/{path}", params={"content": 1}).json()["content"]
     session = uuid.uuid4().hex
     url = b.url(f"api/kernels/{kernel}/channels?session_id={session}").replace("http://", "ws://", 1)
     cookie = "; ".join(f"{c.name}={c.value}" for c in b.s.cookies)
 
-    async def execute(ws, code: str) -> list:
+    async def execute(ws, code: str, ran: int) -> list:
         msg_id = uuid.uuid4().hex
         await ws.write_message(json.dumps({
             "header": {"msg_id": msg_id, "username": b.user, "session": session, "msg_type": "execute_request",
@@ -878,7 +911,11 @@ def run_all(b: Browser, path: str, timeout: float = 600) -> dict:
         outputs = []
         while True:
             msg = await asyncio.wait_for(ws.read_message(), timeout)
-            assert msg is not None, f"{b.user}: the kernel's websocket closed"
+            if msg is None:
+                closed = f"{b.user}: the kernel's websocket closed (kernel {kernel})"
+                if ran:
+                    raise AssertionError(f"{closed} after {ran} cells ran")
+                raise KernelLost(closed)
             m = json.loads(_message_json(msg))
             if m.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
@@ -892,22 +929,20 @@ def run_all(b: Browser, path: str, timeout: float = 600) -> dict:
     async def talk() -> int:
         # the connect waits for the new kernel: tornado's default 20 s is too short when a whole
         # class starts its kernels at once on a small machine (a CI run timed out there)
-        ws = await websocket_connect(HTTPRequest(url, headers={"Cookie": cookie, "Origin": b.base},
-                                                 connect_timeout=timeout, request_timeout=timeout))
+        try:
+            ws = await websocket_connect(HTTPRequest(url, headers={"Cookie": cookie, "Origin": b.base},
+                                                     connect_timeout=timeout, request_timeout=timeout))
+        except (HTTPClientError, WebSocketClosedError, ConnectionError) as e:
+            raise KernelLost(f"{b.user}: the kernel's websocket did not open (kernel {kernel}): {e!r}") from e
         ran = 0
         for cell in nb["cells"]:
             if cell["cell_type"] == "code" and cell["source"].strip():
-                cell["outputs"] = await execute(ws, cell["source"])
+                cell["outputs"] = await execute(ws, cell["source"], ran)
                 ran += 1
         ws.close()
         return ran
 
-    ran = asyncio.run(talk())
-    rss = _rss_kib(b.user)
-    b.put(f"api/contents/{path}", json={"type": "notebook", "format": "json", "content": nb}).raise_for_status()
-    b.s.delete(b.url(f"api/kernels/{kernel}"), headers={"X-XSRFToken": b.s.cookies.get("_xsrf", path=f"/user/{b.user}/")},
-               timeout=60)
-    return {"cells": ran, "rss_kib": rss}
+    return asyncio.run(talk())
 
 
 def _message_json(msg) -> str | bytes:
@@ -972,6 +1007,11 @@ def test_a_class_at_once(capsys):
         assert collected == sorted(hub["users"][s] for s in students), collected
         cells = {r["cells"] for r in results}
         assert len(cells) == 1 and cells.pop() > 0, cells
+        # what the hub's log says of each kernel lost while starting (a CI run lost one, and the
+        # tail of the log it printed did not say why)
+        lost = [x for r in results for x in r["lost"]]
+        log = hub["log"].read_text(errors="replace").splitlines()
+        lost_lines = [ln for x in lost for ln in log if x["kernel"] in ln or "Restarter" in ln][-40:]
     import statistics
 
     with capsys.disabled():
@@ -985,6 +1025,8 @@ def test_a_class_at_once(capsys):
         rss = sorted(r["rss_kib"] / 1024 for r in results)
         print(f"  memory of a student's processes (server + kernel) after Run All: median "
               f"{statistics.median(rss):.0f} MiB, max {rss[-1]:.0f} MiB")
+        print(f"  kernels lost while starting and started again (as a student restarts one): {len(lost)}"
+              + "".join(f"\n    {x['why']}" for x in lost) + "".join(f"\n    | {ln}" for ln in lost_lines))
 
 
 def _rss_kib(user: str) -> int:
