@@ -15,7 +15,7 @@ robust on a noisy shared machine and to say plainly what they could not see:
    delivers less of that cache than the OS reports (a VM's share of the host's L3): the level
    is the run of points before the step, and its note says where the step is. (A shared
    machine that slows down partway through the sweep looks the same in one pass, so
-   ``cpu.recheck_steps`` times such a zone again and keeps each size's faster pass first.)
+   ``cpu.recheck_zones`` times such a zone again and keeps each size's faster pass first.)
 3. Resolved levels must come out in order (each no faster than the one above, within
    ``ORDER_TOL``); a level that does not is reported as not resolved. Two neighbours within
    10% of each other are both kept, with a note that they are not distinct.
