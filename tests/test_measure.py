@@ -663,6 +663,9 @@ def test_a_measurement_that_sees_a_step_times_the_zone_again(monkeypatch):
         pytest.skip("this machine's sweep has no size in the L2 zone (no L2 reported)")
     assert len(calls) == 2
     assert any(n.startswith("L2: the bandwidth stepped down") and "timed again" in n for n in hw.notes), hw.notes
+    # L1 for a second look, L2 for its step: the report's sweep line names both
+    if hw.levels["L1"].points:
+        assert "the sizes of L1 and L2 timed again at the end" in hw.report(kernels=False)
 
 
 def test_memory_levels_are_ordered(machine):

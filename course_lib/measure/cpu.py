@@ -615,13 +615,14 @@ def measure_cpu(quick=None, threads=None, progress=None) -> MeasuredHardware:
                                      "these timings" if os.environ.get("NBGRADER_EXECUTION") else
                                      "fewer sizes and repeats than the full measurement"))
     how += [f"note: {n}" for n in blas.notes + thread_notes]
+    timed_again = " and ".join(filter(None, (", ".join(rechecked[:-1]), "".join(rechecked[-1:]))))
     setup = {"threads": threads, "mode": "quick" if quick else "full", "how": how,
              "memory_level": memory_level, "vector_n": plan.vector_n,
              "sweep_desc": (f"sweep of acc += x over working sets, {threads} thread(s) each on its own "
                             "arrays; bandwidth counts 3 x 8 bytes per element and pass, at each size's "
                             "fastest repeat"
-                            + (f"; the sizes of {' and '.join(rechecked)} timed again at the end, each "
-                               "keeping its faster pass" if rechecked else "")),
+                            + (f"; the sizes of {timed_again} timed again at the end, each keeping its "
+                               "faster pass" if rechecked else "")),
              "peak_desc": (f"np.matmul of random n x n matrices, {threads} BLAS thread(s), repeats in "
                            f"{peak_reps.bursts} bursts, before and after the sweep and after the kernels"
                            + (f", and one every {plan.peak_every_s:g} s between the kernels"
