@@ -615,7 +615,8 @@ def measure_cpu(quick=None, threads=None, progress=None) -> MeasuredHardware:
                                      "these timings" if os.environ.get("NBGRADER_EXECUTION") else
                                      "fewer sizes and repeats than the full measurement"))
     how += [f"note: {n}" for n in blas.notes + thread_notes]
-    timed_again = " and ".join(filter(None, (", ".join(rechecked[:-1]), "".join(rechecked[-1:]))))
+    # "L1", "L1 and L2", "L1, L2 and L3"
+    timed_again = (", ".join(rechecked[:-1]) + " and " if rechecked[1:] else "") + "".join(rechecked[-1:])
     setup = {"threads": threads, "mode": "quick" if quick else "full", "how": how,
              "memory_level": memory_level, "vector_n": plan.vector_n,
              "sweep_desc": (f"sweep of acc += x over working sets, {threads} thread(s) each on its own "
