@@ -239,9 +239,18 @@ def make_app(store: Store, auth, service: str = "prediction-ledger", is_instruct
     return web.Application([(prefix + r"/events/?", EventsHandler, args), (prefix + r"/?", HomeHandler)])
 
 
+def _exit_cleanly(signum, _frame) -> None:
+    raise SystemExit(0)
+
+
 def main(argv=None) -> None:
     import asyncio
     from urllib.parse import urlsplit
+
+    # A stop asked for while the service is still starting ends it cleanly (exit 0) too;
+    # serve() replaces these with the event loop's own handlers before it listens.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _exit_cleanly)
 
     from jupyterhub.services.auth import HubAuth
 
@@ -259,14 +268,15 @@ def main(argv=None) -> None:
                    (lambda user: user in unix_group_members(group)) if group else (lambda user: False))
 
     async def serve():
-        server = app.listen(url.port or 80, address=url.hostname or "127.0.0.1", max_body_size=4 * MAX_BODY)
         # The hub stops its services with SIGINT and waits 30 s before SIGTERM. A hub started where
         # SIGINT is ignored (a shell's background job) passes that on to the services it starts
-        # before its own handlers are set, so Python's KeyboardInterrupt never comes: handle both.
+        # before its own handlers are set, so Python's KeyboardInterrupt never comes: handle both,
+        # and before listening, so that a signal sent as soon as the port answers stops it cleanly.
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
+        server = app.listen(url.port or 80, address=url.hostname or "127.0.0.1", max_body_size=4 * MAX_BODY)
         await stop.wait()
         server.stop()
 

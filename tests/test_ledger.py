@@ -216,6 +216,31 @@ def test_the_service_stops_at_once_on_the_hub_s_signals_even_with_sigint_ignored
         proc.kill()
         proc.wait()
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_that_comes_as_the_service_starts_listening_stops_it_cleanly(tmp_path, sig):
+    """The handlers are in place before the port opens: a stop sent the moment it listens (here
+    from inside listen(), so no timing decides it) exits 0, never dies of the signal (-15)."""
+    store = tmp_path / "store"
+    store.mkdir()
+    port = _free_port()
+    env = {**os.environ, "JUPYTERHUB_SERVICE_URL": f"http://127.0.0.1:{port}", "JUPYTERHUB_API_TOKEN": "unused",
+           "JUPYTERHUB_API_URL": "http://127.0.0.1:9/hub/api"}
+    program = (
+        "import os, signal, sys\n"
+        "from tornado import web\n"
+        "from autograder import ledger_service\n"
+        "listen = web.Application.listen\n"
+        "def signalled_listen(self, *a, **k):\n"
+        f"    os.kill(os.getpid(), {int(sig)})\n"
+        "    return listen(self, *a, **k)\n"
+        "web.Application.listen = signalled_listen\n"
+        "ledger_service.main(sys.argv[1:])\n")
+    proc = subprocess.run([sys.executable, "-c", program, "--store", str(store)], env=env,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, (proc.returncode, proc.stdout + proc.stderr)
+
+
 # ---- course_lib posting, and the grader's comparison -------------------------------------------------
 @pytest.fixture
 def notebook_folder(tmp_path, monkeypatch):
