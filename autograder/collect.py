@@ -8,14 +8,24 @@ Input, any of:
   nbgrader's late penalties apply) and submission_secret.txt (`nbgrader release_feedback` needs
   both, and they are kept through grading);
 * a Moodle download (folders `Alice Ng_123456_assignsubmission_file_`): the student id is the
-  name, lower-cased with underscores (alice_ng), and the name and Moodle's participant id
-  (123456) go into the gradebook (lms_user_id). Two participants whose names give one id ("Bob
-  Smith!" and "Bob Smith") are told apart by that participant id: the one the gradebook already
-  knows under the id keeps it, the other is refused with a message; where the gradebook knows
-  neither, both are refused (never one silently replacing the other);
+  name, lower-cased with underscores and accents dropped (alice_ng), and the name and Moodle's
+  participant id (123456) go into the gradebook (lms_user_id);
 * a Canvas download (flat `<login>_<userid>_<submissionid>_<file>`): the student id is the
-  login; a `late_` marker becomes a timestamp one second after the due date in the gradebook
-  (or, without a due date yet, the time of collection), so nbgrader's late penalty applies.
+  login, and Canvas's user id goes into the gradebook (lms_user_id); a `late_` marker becomes a
+  timestamp one second after the due date in the gradebook (or, without a due date yet, the time
+  of collection), so nbgrader's late penalty applies.
+
+Who an LMS participant is, the LMS says: its participant (user) id, never the name. A participant
+the gradebook knows by that id is collected under the student id it has there, whatever the LMS
+now calls them ("Jose Ng" renamed "José Ng" or "Joseph Ng"). Two participants with different
+LMS ids whose names give one student id, in any case ("José Ng" and "Jose Ng", "Ann Lee" and
+"ann lee", Canvas logins "JDoe" and "jdoe"), are never one student, in one download or across
+collects: a student the course already has under that id (in the gradebook with another LMS id,
+or under the id but for case, in the gradebook or in submitted/) keeps it and their work, and
+the newcomer is refused; within one download, where the course knows none of them by its LMS
+id, all of them are refused. Each refusal names both participants and both ids. One LMS id
+under two names in one download is refused too. A student the gradebook has without an LMS id
+takes the first participant collected under their id.
 
 Submission times come from the exchange (its folder name and timestamp.txt, written by
 nbgrader's submit) or from the LMS's own metadata (Canvas's late_ marker), never from a file in
@@ -33,7 +43,8 @@ Every problem is reported and skipped; none stops the batch or touches anyone el
 * a file that is not a notebook (any other extension), not valid JSON, or not nbformat 4;
 * a notebook the assignment does not have; a notebook the assignment has but the student lacks
   (collected without it: nbgrader scores a missing notebook zero);
-* a student id that is not a safe folder name;
+* a student id that is not a safe folder name; a participant refused as above; a Moodle folder
+  without its participant id, a file neither in a student folder nor named as Canvas names it;
 * the same student twice (two folders differing only in case, two copies of a notebook): nothing
   is collected for that student, and an earlier collected copy stays as it was;
 * unsafe zip entries (absolute paths, '..', oversized files, over-long names, too many entries);
@@ -57,8 +68,15 @@ from .repair import BOM
 from .safefiles import read_regular, walk
 
 STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$")
-CANVAS = re.compile(r"^(?P<student>[A-Za-z0-9]+)_(?P<late>late_)?\d+_\d+_(?P<file>.+)$")
-MOODLE = re.compile(r"^(?P<name>.+?)_(?P<id>\d+)_assignsubmission_(?:file|onlinetext)_?$")
+CANVAS = re.compile(r"^(?P<student>[A-Za-z0-9]+)_(?P<late>late_)?(?P<user>\d{1,20})_\d{1,20}_(?P<file>.+)$")
+MOODLE = re.compile(r"^(?P<name>.+?)_(?P<id>\d{1,20})_assignsubmission_(?:file|onlinetext)_?$")
+MOODLE_LIKE = re.compile(r"_assignsubmission_(?:file|onlinetext)_?$")
+MOODLE_FORM = "'<full name>_<participant id>_assignsubmission_file_'"
+CANVAS_FORM = "'<login>_<user id>_<submission id>_<file>'"
+NOT_LMS = (f"not in a student folder and not an LMS file name (expected <student>/<notebook>.ipynb, Moodle's "
+           f"{MOODLE_FORM[:-1]}/<file>' or Canvas's {CANVAS_FORM})")
+SOURCES = ("expected a folder or a zip of student folders (<student>/<notebook>.ipynb), of a Moodle download "
+           f"({MOODLE_FORM[1:-1]}/ folders) or of a Canvas download ({CANVAS_FORM[1:-1]} files); or --exchange")
 RECORD = ".predictions.jsonl"     # the prediction record beside the notebook (course_lib.exercises.predictions)
 KEEP = ("timestamp.txt", "submission_secret.txt", RECORD)   # kept as they are: nbgrader's own files, the record
 MAX_FILE = 64 * 2**20
@@ -104,10 +122,32 @@ def moodle_id(folder: str) -> tuple[str, str, str] | None:
     return (slug or f"moodle_{m.group('id')}"), name, m.group("id")
 
 
+def _canvas(m: re.Match) -> tuple[str, str, dict]:
+    """(student, file, info) of a Canvas file name matched by CANVAS."""
+    file = re.sub(r"-\d+(\.ipynb)$", r"\1", m.group("file"))   # Canvas resubmission suffix
+    return m.group("student"), file, {"late": bool(m.group("late")), "lms_id": m.group("user")}
+
+
+def _not_moodle(folder: str, report: CollectReport, said: set) -> bool:
+    """Whether `folder` looks like a Moodle folder but lacks the participant id (said once)."""
+    if MOODLE.match(folder) or not MOODLE_LIKE.search(folder):
+        return False
+    if folder not in said:
+        said.add(folder)
+        report.problem("", folder, f"a Moodle folder without its participant id (expected {MOODLE_FORM}): "
+                                   "not collected")
+    return True
+
+
 def _zip_entries(path: Path, report: CollectReport):
-    """(student, relative file, bytes) from an LMS zip, safely."""
+    """(student, relative file, bytes, info) from an LMS zip, safely."""
     total = 0
-    with zipfile.ZipFile(path) as z:
+    said: set = set()
+    try:
+        z = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError, ValueError) as e:
+        raise SystemExit(f"{path} is not a readable zip file ({e}); {SOURCES}")
+    with z:
         infos = [i for i in z.infolist() if not i.is_dir()]
         if len(infos) > MAX_ENTRIES:
             report.problem("", path.name, f"more than {MAX_ENTRIES:,} files in the zip: not read")
@@ -136,18 +176,23 @@ def _zip_entries(path: Path, report: CollectReport):
                 report.problem("", info.filename, "the zip unpacks to more than 4 GB: stopped reading it")
                 return
             if len(parts) >= 2:
+                if _not_moodle(parts[0], report, said):
+                    continue
                 mood = moodle_id(parts[0])
-                if mood:
-                    yield mood[0], "/".join(parts[1:]), z.read(info), {"name": mood[1], "lms_id": mood[2]}
-                else:
-                    yield parts[0], "/".join(parts[1:]), z.read(info), {}
+                student, rel, what = (mood[0], "/".join(parts[1:]), {"name": mood[1], "lms_id": mood[2]}) if mood \
+                    else (parts[0], "/".join(parts[1:]), {})
             else:
                 m = CANVAS.match(parts[0])
                 if not m:
-                    report.problem("", info.filename, "not in a student folder and not an LMS file name")
+                    report.problem("", info.filename, NOT_LMS)
                     continue
-                file = re.sub(r"-\d+(\.ipynb)$", r"\1", m.group("file"))   # Canvas resubmission suffix
-                yield m.group("student"), file, z.read(info), {"late": bool(m.group("late"))}
+                student, rel, what = _canvas(m)
+            try:
+                data = z.read(info)
+            except (zipfile.BadZipFile, RuntimeError, NotImplementedError, EOFError, OSError, ValueError) as e:
+                report.problem("", info.filename, f"cannot be read from the zip ({str(e)[:120]}): skipped")
+                continue
+            yield student, rel, data, what
 
 
 def _dir_entries(source: Path, assignment: str, report: CollectReport):
@@ -157,18 +202,20 @@ def _dir_entries(source: Path, assignment: str, report: CollectReport):
         if not entry.is_dir():
             m = CANVAS.match(entry.name)
             if m and entry.is_file() and not entry.is_symlink():
-                file = re.sub(r"-\d+(\.ipynb)$", r"\1", m.group("file"))
+                student, file, what = _canvas(m)
                 try:
                     data = read_regular(entry, MAX_FILE)
                 except OSError as e:
                     report.problem("", entry.name, str(e))
                     continue
-                yield m.group("student"), file, data, {"late": bool(m.group("late"))}
+                yield student, file, data, what
             else:
-                report.problem("", entry.name, "not in a student folder")
+                report.problem("", entry.name, NOT_LMS)
             continue
         if entry.is_symlink():
             report.problem("", entry.name, "a symbolic link: refused")
+            continue
+        if _not_moodle(entry.name, report, set()):
             continue
         mood = moodle_id(entry.name)
         student, info = (mood[0], {"name": mood[1], "lms_id": mood[2]}) if mood else (entry.name, {})
@@ -289,57 +336,108 @@ def _due_date(course: Course, assignment: str):
             return None
 
 
-def _gradebook_lms_ids(course: Course, students) -> dict:
-    """{student id: lms_user_id} of those `students` the gradebook knows with an LMS id."""
-    if not course.db.is_file():
-        return {}
-    from nbgrader.api import Gradebook, MissingEntry
+def _known_students(course: Course) -> dict:
+    """{student id: (who, LMS id or "")} of every student the course has: in the gradebook (who:
+    their name, else the id) and in submitted/ (folders only, no LMS id)."""
+    known = {}
+    if course.db.is_file():
+        from nbgrader.api import Gradebook
 
-    out = {}
-    with Gradebook(course.db_url) as gb:
-        for s in students:
-            try:
-                lms = gb.find_student(s).lms_user_id
-            except MissingEntry:
-                continue
-            if lms:
-                out[s] = lms
-    return out
+        with Gradebook(course.db_url) as gb:
+            for st in gb.students:
+                name = " ".join(n for n in (st.first_name, st.last_name) if n)
+                known[st.id] = (name or st.id, str(st.lms_user_id or ""))
+    if course.submitted.is_dir():
+        for d in course.submitted.iterdir():
+            if d.name not in known and not d.name.startswith(".") and d.is_dir() and not d.is_symlink():
+                known[d.name] = (d.name, "")
+    return known
 
 
-def _colliding(course: Course, by_student: dict, infos: dict) -> dict:
-    """{key: why} for the LMS participants refused because another participant's name gives the
-    same student id: the gradebook's owner of that id keeps it; where it knows none, all are
-    refused."""
-    groups: dict[str, list] = {}
+def _who(label: str, lms: str) -> str:
+    return f"{label!r} (LMS id {lms or 'none'})"
+
+
+def _identify(course: Course, by_student: dict, spelled: dict, infos: dict) -> dict:
+    """{key: (student id, None)} for each participant to collect, {key: (id as spelled, why)} for
+    each refused. An LMS participant the course knows by its LMS id keeps the student id it has;
+    two participants with different LMS ids never share one (nor ids differing only in case):
+    the course's holder of the id keeps it, and newcomers are refused; within one download,
+    where the course holds none, all are refused."""
+    known = _known_students(course)
+    by_lms: dict[str, list] = {}
+    by_case: dict[str, list] = {}
+    for sid, (_, lms) in sorted(known.items()):
+        by_case.setdefault(sid.casefold(), []).append(sid)
+        if lms:
+            by_lms.setdefault(lms, []).append(sid)
+
+    def lms_of(key):
+        return key[1] if key[0] == "lms" else ""
+
+    def who(key):
+        return _who(sorted(infos[key]["labels"])[0], lms_of(key))
+
+    out, cand = {}, {}
     for key in by_student:
-        groups.setdefault(key[0], []).append(key)
-    clashes = {sid: keys for sid, keys in groups.items() if len(keys) > 1}
-    if not clashes:
-        return {}
-    known = _gradebook_lms_ids(course, list(clashes))
-    out = {}
-    for sid, keys in clashes.items():
-        keys = sorted(keys, key=lambda k: (len(k[1]), k[1]))
-
-        def who(k):
-            return f"{infos[k].get('name') or sid!r} (LMS id {k[1] or 'none'})"
-        owner = [k for k in keys if k[1] and k[1] == known.get(sid)]
+        names, lms = sorted(spelled[key]), lms_of(key)
+        if lms and len(names) > 1:
+            labels = ", ".join(map(repr, sorted(infos[key]["labels"])))
+            out[key] = (names[0], f"LMS id {lms} comes under two names ({labels}) in one download: nothing "
+                                  "collected for it, resolve by hand")
+        elif lms and len(by_lms.get(lms, ())) > 1:
+            out[key] = (names[0], f"{who(key)}: the gradebook has LMS id {lms} for more than one student "
+                                  f"({', '.join(sorted(by_lms[lms]))}): not collected, resolve by hand")
+        elif lms and lms in by_lms:
+            cand[key] = by_lms[lms][0]
+            if cand[key] != names[0]:       # said once collected
+                infos[key]["renamed"] = (f"{who(key)}: collected as {cand[key]!r}, the student id the gradebook has "
+                                         f"for LMS id {lms} (the name now gives {names[0]!r})")
+        else:
+            cand[key] = names[0]
+    groups: dict[str, list] = {}
+    for key, sid in cand.items():
+        groups.setdefault(sid.casefold(), []).append(key)
+    for cf, keys in groups.items():
+        keys = sorted(keys, key=lambda k: (len(lms_of(k)), lms_of(k), cand[k]))
+        holders = by_case.get(cf, [])
+        owner = [k for k in keys if lms_of(k) and any(h == cand[k] and known[h][1] == lms_of(k) for h in holders)]
         for k in keys:
-            if owner and k == owner[0]:
-                continue
-            if owner:
-                out[k] = (f"{who(k)} gives the student id {sid!r}, which belongs to {who(owner[0])}: not collected "
-                          "(collect it by hand under another id)")
+            sid, lms = cand[k], lms_of(k)
+            taken = [h for h in holders if h != sid or (lms and known[h][1] and known[h][1] != lms)]
+            if owner and k == owner[0] and not taken:
+                out[k] = (sid, None)
+            elif taken:
+                h = taken[0]
+                case = "" if h == sid else \
+                    f"{'' if known[h][0] == h else f' as {h!r}'} (ids differing only in case are one student)"
+                out[k] = (sid, f"{who(k)} gives the student id {sid!r}, which belongs to {_who(*known[h])}{case}: "
+                               "not collected (collect it by hand under another id)")
+            elif owner:
+                out[k] = (sid, f"{who(k)} gives the student id {sid!r}, which belongs to {who(owner[0])}: not "
+                               "collected (collect it by hand under another id)")
+            elif len(keys) > 1:
+                ids = sorted({cand[x] for x in keys})
+                same = repr(ids[0]) if len(ids) == 1 else f"{' / '.join(map(repr, ids))} (one id but for case)"
+                out[k] = (sid, f"{', '.join(who(x) for x in keys)} give the same student id {same}: nothing "
+                               "collected for them (collect them by hand under distinct ids)")
             else:
-                out[k] = (f"{', '.join(who(x) for x in keys)} give the same student id {sid!r}: nothing collected for "
-                          "them (collect them by hand under distinct ids)")
+                out[k] = (sid, None)
     return out
+
+
+_NOT_IN_NAMES = re.compile(r"[<>&\"`\x00-\x1f\x7f]")
+
+
+def display_name(name: str) -> str:
+    """A name as the gradebook keeps it: nothing a page could read as markup (nbgrader's
+    Formgrader writes names into its pages unescaped), at most 100 characters."""
+    return re.sub(r"\s+", " ", _NOT_IN_NAMES.sub(" ", name)).strip()[:100]
 
 
 def _record_names(course: Course, names: dict) -> None:
-    """First and last names and the LMS id (from Moodle folder names) into the gradebook, never
-    overwriting."""
+    """First and last names (from Moodle folder names) and the LMS id (Moodle's participant id,
+    Canvas's user id) into the gradebook, never overwriting."""
     if not names:
         return
     from nbgrader.api import Gradebook, MissingEntry
@@ -353,12 +451,14 @@ def _record_names(course: Course, names: dict) -> None:
             new = {}
             try:
                 st = gb.find_student(student)
-                if not (st.first_name or st.last_name):
+                if full and not (st.first_name or st.last_name):
                     new.update(first_name=first or None, last_name=last or None)
                 if lms_id and not st.lms_user_id:
                     new["lms_user_id"] = lms_id
             except MissingEntry:
-                new.update(first_name=first or None, last_name=last or None, lms_user_id=lms_id or None)
+                if full:
+                    new.update(first_name=first or None, last_name=last or None)
+                new["lms_user_id"] = lms_id or None
             if new:
                 gb.update_or_create_student(student, **new)
 
@@ -375,17 +475,19 @@ def collect(course: Course, assignment: str, source: Path | None = None, *, exch
     entries = _entries_of(course, assignment, source, exchange, from_exchange, report)
     by_student, spelled, infos, duplicates = _by_student(entries, expected, assignment, report)
 
-    for key, why in _colliding(course, by_student, infos).items():
-        duplicates.add(key)
-        report.problem(sorted(spelled[key])[0], "", why)
+    identity = _identify(course, by_student, spelled, infos)
     due = None
     names = {}
     for key in sorted(by_student):
         names_spelled = sorted(spelled[key])
-        student = names_spelled[0]
-        if len(names_spelled) > 1:
+        student, why = identity[key]
+        if len(names_spelled) > 1 and key[0] != "lms":
             duplicates.add(key)
             report.problem(student, "", f"the same student twice ({', '.join(names_spelled)})")
+        elif why:
+            if (student, "", why) not in report.problems:      # a group's refusal, said once
+                report.problem(student, "", why)
+            continue
         if key in duplicates:
             report.problem(student, "", "duplicate submissions: nothing collected for this student, resolve by hand")
             continue
@@ -406,10 +508,18 @@ def collect(course: Course, assignment: str, source: Path | None = None, *, exch
             good[RECORD] = by_student[key][RECORD][1]
         if "timestamp.txt" in good:
             report.timestamps[student] = good["timestamp.txt"].decode().strip()
-        if infos[key].get("name"):
-            names[student] = (infos[key]["name"], infos[key].get("lms_id"))
+        if infos[key].get("lms_id"):
+            names[student] = (infos[key].get("name") or "", infos[key]["lms_id"])
         _install(course, assignment, student, good)
+        if infos[key].get("renamed"):
+            report.note(student, "", infos[key]["renamed"])
         report.collected[student] = sorted(k[:-6] for k in good if k.endswith(".ipynb"))
+    for student, (full, lms_id) in list(names.items()):
+        shown = display_name(full)
+        if shown != full:
+            report.note(student, "", f"the name {full!r} is recorded as {shown!r}: markup characters "
+                                     "(<, >, &, \", `) and control characters are left out of names")
+            names[student] = (shown, lms_id)
     _record_names(course, names)
     return report
 
@@ -423,31 +533,35 @@ def _entries_of(course: Course, assignment: str, source: Path | None, exchange: 
         root = exchange_root(str(exchange) if exchange else None, course.root)
         return _exchange_entries(root / COURSE_ID / "inbound", assignment, report)
     elif source is None:
-        raise SystemExit("name a folder or zip to collect from, or --exchange")
-    elif Path(source).is_file() and zipfile.is_zipfile(source):
-        return _zip_entries(Path(source), report)
-    elif Path(source).is_dir():
-        return _dir_entries(Path(source), assignment, report)
+        raise SystemExit(f"name a folder or zip to collect from: {SOURCES}")
+    source = Path(source)
+    if source.is_dir():
+        return _dir_entries(source, assignment, report)
+    elif not source.exists():
+        raise SystemExit(f"{source}: no such file or folder ({SOURCES})")
+    elif source.is_file() and (zipfile.is_zipfile(source) or source.suffix.lower() == ".zip"):
+        return _zip_entries(source, report)
     else:
-        raise SystemExit(f"{source} is neither a folder nor a zip file")
+        raise SystemExit(f"{source} is neither a folder nor a zip file ({SOURCES})")
 
 
 def _by_student(entries, expected: list, assignment: str, report: CollectReport) -> tuple[dict, dict, dict, set]:
-    """The entries per LMS participant, key (student id casefolded, LMS id): ({key: {file name:
-    (path, bytes)}}, {key: the ids as spelled}, {key: what the LMS said}, {keys with two copies
-    of a notebook})."""
+    """The entries per participant, key ("lms", LMS id) for an LMS participant, else ("", student
+    id casefolded): ({key: {file name: (path, bytes)}}, {key: the ids as spelled}, {key: what the
+    LMS said, and "labels": the names it gave}, {keys with two copies of a notebook})."""
     by_student: dict[str, dict] = {}
     spelled: dict[str, set] = {}
     infos: dict[str, dict] = {}
     duplicates: set[str] = set()
     for student, rel, data, info in entries:
-        # one LMS participant is one student: two participants whose names give one id are told
-        # apart here, and resolved below (never one replacing the other)
-        key = (student.casefold(), info.get("lms_id", ""))
+        # one LMS participant is one student, whatever its name: two participants whose names give
+        # one id are told apart here, and resolved by _identify (never one replacing the other)
+        key = ("lms", info["lms_id"]) if info.get("lms_id") else ("", student.casefold())
         spelled.setdefault(key, set()).add(student)
         files = by_student.setdefault(key, {})
-        seen = infos.setdefault(key, {})
+        seen = infos.setdefault(key, {"labels": set()})
         seen.update(info)
+        seen["labels"].add(info.get("name") or student)
         name = PurePosixPath(rel).name
         if rel.endswith(".ipynb"):
             stem = name[:-6]

@@ -45,9 +45,9 @@ def test_a_timestamp_in_a_canvas_upload_does_not_set_the_submission_time(course,
     canvas = tmp_path / "canvas"
     canvas.mkdir()
     early = "2029-12-01 00:00:00.000000 UTC"
-    for login, late in (("carol", ""), ("dave", "late_")):
-        (canvas / f"{login}_{late}12_345_one.ipynb").write_bytes(student_nb(course, "t1", "one"))
-        (canvas / f"{login}_{late}12_345_timestamp.txt").write_text(early)
+    for login, late, user in (("carol", "", 12), ("dave", "late_", 13)):
+        (canvas / f"{login}_{late}{user}_345_one.ipynb").write_bytes(student_nb(course, "t1", "one"))
+        (canvas / f"{login}_{late}{user}_345_timestamp.txt").write_text(early)
     out = run_cli("collect", "t1", canvas, *common).stdout
     assert "collected 2" in out, out
     assert "carol: timestamp.txt: a timestamp.txt in an upload is not the submission time" in out, out
@@ -140,3 +140,176 @@ def test_links_and_special_files_are_never_opened(tmp_path):
     with pytest.raises(Refused, match="a symbolic link"):
         read_regular(src / "passwd")
     assert read_regular(src / "one.ipynb") == b"{}"
+
+
+# ---- who a student is: the LMS's participant id, always (issue 28) ---------------------------------
+def _zip(path, entries: dict):
+    """A zip at `path` holding {name: bytes}, as an LMS download would."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in entries.items():
+            z.writestr(name, data)
+    return path
+
+
+def _work(course, n):
+    """A valid t1/one.ipynb that is recognisably the work of student `n`."""
+    return student_nb(course, "t1", "one", answer=f"answer = {n}")
+
+
+def _gradebook(c, student):
+    from nbgrader.api import Gradebook
+
+    with Gradebook(c.db_url) as gb:
+        st = gb.find_student(student)
+        return st.first_name, st.last_name, st.lms_user_id
+
+
+def test_accented_twins_in_one_moodle_zip_are_both_refused_and_named(course, tmp_path):
+    c, common = _course(course, tmp_path)
+    z = _zip(tmp_path / "moodle.zip", {
+        "José Ng_111_assignsubmission_file_/one.ipynb": _work(course, 1),
+        "Jose Ng_222_assignsubmission_file_/one.ipynb": _work(course, 2),
+        "Kim Ode_333_assignsubmission_file_/one.ipynb": _work(course, 3)})      # honest
+    out = run_cli("collect", "t1", z, *common).stdout
+    assert "collected 1 " in out and _work(course, 3) == (c.submitted / "kim_ode" / "t1" / "one.ipynb").read_bytes()
+    assert "'José Ng' (LMS id 111), 'Jose Ng' (LMS id 222) give the same student id 'jose_ng'" in out, out
+    assert not (c.submitted / "jose_ng").exists()
+    assert _gradebook(c, "kim_ode") == ("Kim", "Ode", "333")
+
+
+def test_an_accented_twin_in_a_later_moodle_zip_never_replaces_the_first(course, tmp_path):
+    """The red team's attack: José (111) collected, then Jose (222) in a later download."""
+    c, common = _course(course, tmp_path)
+    run_cli("collect", "t1", _zip(tmp_path / "a.zip", {"José Ng_111_assignsubmission_file_/one.ipynb":
+                                                       _work(course, 1)}), *common)
+    assert _gradebook(c, "jose_ng") == ("José", "Ng", "111")
+    later = _zip(tmp_path / "b.zip", {"Jose Ng_222_assignsubmission_file_/one.ipynb": _work(course, 2),
+                                      "Kim Ode_333_assignsubmission_file_/one.ipynb": _work(course, 3)})
+    out = run_cli("collect", "t1", later, *common).stdout
+    assert "collected 1 " in out and (c.submitted / "kim_ode" / "t1" / "one.ipynb").read_bytes() == _work(course, 3)
+    assert "'Jose Ng' (LMS id 222) gives the student id 'jose_ng', which belongs to 'José Ng' (LMS id 111)" \
+        in out, out
+    assert (c.submitted / "jose_ng" / "t1" / "one.ipynb").read_bytes() == _work(course, 1)
+    assert _gradebook(c, "jose_ng") == ("José", "Ng", "111")
+
+
+def test_case_twins_are_refused_in_one_zip_and_in_a_later_one(course, tmp_path):
+    c, common = _course(course, tmp_path)
+    # Moodle: 'Ann Lee' and 'ann lee' are two participants
+    out = run_cli("collect", "t1", _zip(tmp_path / "m.zip", {
+        "Ann Lee_401_assignsubmission_file_/one.ipynb": _work(course, 1),
+        "ann lee_402_assignsubmission_file_/one.ipynb": _work(course, 2),
+        "Kim Ode_333_assignsubmission_file_/one.ipynb": _work(course, 3)}), *common).stdout
+    assert "'Ann Lee' (LMS id 401), 'ann lee' (LMS id 402) give the same student id 'ann_lee'" in out, out
+    assert "collected 1 " in out and not (c.submitted / "ann_lee").exists()
+    # Canvas: logins 'JDoe' (user 501) and 'jdoe' (user 502)
+    out = run_cli("collect", "t1", _zip(tmp_path / "c.zip", {
+        "JDoe_501_9001_one.ipynb": _work(course, 4),
+        "jdoe_502_9002_one.ipynb": _work(course, 5),
+        "carol_503_9003_one.ipynb": _work(course, 6)}), *common).stdout
+    assert "'JDoe' (LMS id 501), 'jdoe' (LMS id 502) give the same student id" in out, out
+    assert "collected 1 " in out and (c.submitted / "carol" / "t1" / "one.ipynb").read_bytes() == _work(course, 6)
+    assert not (c.submitted / "JDoe").exists() and not (c.submitted / "jdoe").exists()
+    # a twin arriving later: JDoe (501) collected alone, then jdoe (502), then a second 'JDoe' (503)
+    run_cli("collect", "t1", _zip(tmp_path / "c1.zip", {"JDoe_501_9004_one.ipynb": _work(course, 4)}), *common)
+    assert _gradebook(c, "JDoe")[2] == "501"
+    for login, user in (("jdoe", 502), ("JDoe", 505)):
+        out = run_cli("collect", "t1", _zip(tmp_path / f"c{user}.zip", {
+            f"{login}_{user}_9005_one.ipynb": _work(course, 5),
+            f"carol_late_503_9006_one.ipynb" if user == 502 else "dave_504_9006_one.ipynb": _work(course, 6)}),
+            *common).stdout
+        assert f"'{login}' (LMS id {user}) gives the student id '{login}', which belongs to 'JDoe' (LMS id 501)" \
+            in out, out
+        assert "collected 1 " in out, out
+        assert (c.submitted / "JDoe" / "t1" / "one.ipynb").read_bytes() == _work(course, 4)
+        assert not (c.submitted / "jdoe").exists() and _gradebook(c, "JDoe")[2] == "501"
+    # ... and 'Ann Lee' later, once 'ann lee' (402) is in: refused the same way
+    run_cli("collect", "t1", _zip(tmp_path / "m1.zip", {"ann lee_402_assignsubmission_file_/one.ipynb":
+                                                        _work(course, 2)}), *common)
+    out = run_cli("collect", "t1", _zip(tmp_path / "m2.zip", {"Ann Lee_401_assignsubmission_file_/one.ipynb":
+                                                              _work(course, 1)}), *common).stdout
+    assert "'Ann Lee' (LMS id 401) gives the student id 'ann_lee', which belongs to 'ann lee' (LMS id 402)" \
+        in out, out
+    assert (c.submitted / "ann_lee" / "t1" / "one.ipynb").read_bytes() == _work(course, 2)
+
+
+def test_a_renamed_participant_with_the_same_lms_id_is_the_same_student(course, tmp_path):
+    c, common = _course(course, tmp_path)
+    run_cli("collect", "t1", _zip(tmp_path / "a.zip", {"Jose Ng_111_assignsubmission_file_/one.ipynb":
+                                                       _work(course, 1),
+                                                       "jdoe_501_9001_one.ipynb": _work(course, 4)}), *common)
+    # Moodle now spells the name with its accent, or the student changed it; Canvas the login
+    out = run_cli("collect", "t1", _zip(tmp_path / "b.zip", {
+        "José Ng_111_assignsubmission_file_/one.ipynb": _work(course, 2),
+        "Kim Ode_333_assignsubmission_file_/one.ipynb": _work(course, 3)}), *common).stdout
+    assert "collected 2 " in out and "problem" not in out, out
+    assert (c.submitted / "jose_ng" / "t1" / "one.ipynb").read_bytes() == _work(course, 2)
+    assert _gradebook(c, "jose_ng") == ("Jose", "Ng", "111")       # names are never overwritten
+    out = run_cli("collect", "t1", _zip(tmp_path / "c.zip", {
+        "Joseph Ng_111_assignsubmission_file_/one.ipynb": _work(course, 5)}), *common).stdout
+    assert "collected 1 " in out and "problem" not in out, out
+    assert "'Joseph Ng' (LMS id 111): collected as 'jose_ng'" in out, out
+    assert (c.submitted / "jose_ng" / "t1" / "one.ipynb").read_bytes() == _work(course, 5)
+    assert not (c.submitted / "joseph_ng").exists()
+    out = run_cli("collect", "t1", _zip(tmp_path / "d.zip", {"johnd_501_9002_one.ipynb": _work(course, 6)}),
+                  *common).stdout
+    assert "collected 1 " in out and "'johnd' (LMS id 501): collected as 'jdoe'" in out, out
+    assert (c.submitted / "jdoe" / "t1" / "one.ipynb").read_bytes() == _work(course, 6)
+
+
+def test_one_lms_id_under_two_names_in_one_download_is_refused(course, tmp_path):
+    c, common = _course(course, tmp_path)
+    out = run_cli("collect", "t1", _zip(tmp_path / "a.zip", {
+        "Jose Ng_111_assignsubmission_file_/one.ipynb": _work(course, 1),
+        "Joseph Ng_111_assignsubmission_file_/one.ipynb": _work(course, 2),
+        "Kim Ode_333_assignsubmission_file_/one.ipynb": _work(course, 3)}), *common).stdout
+    assert "LMS id 111 comes under two names ('Jose Ng', 'Joseph Ng')" in out, out
+    assert "collected 1 " in out and not (c.submitted / "jose_ng").exists() and not (c.submitted / "joseph_ng").exists()
+
+
+def test_bad_lms_input_is_refused_saying_what_was_expected(course, tmp_path):
+    c, common = _course(course, tmp_path)
+    out = run_cli("collect", "t1", _zip(tmp_path / "a.zip", {
+        "Jose Ng_assignsubmission_file_/one.ipynb": _work(course, 1),      # no participant id
+        "jdoe_one.ipynb": _work(course, 2),                                # no Canvas user and submission ids
+        "Kim Ode_333_assignsubmission_file_/one.ipynb": _work(course, 3)}), *common).stdout
+    assert "collected 1 " in out, out
+    assert "Jose Ng_assignsubmission_file_: a Moodle folder without its participant id (expected " \
+           "'<full name>_<participant id>_assignsubmission_file_')" in out, out
+    assert "jdoe_one.ipynb: not in a student folder and not an LMS file name (expected <student>/<notebook>.ipynb, " \
+           "Moodle's '<full name>_<participant id>_assignsubmission_file_/<file>' or Canvas's " \
+           "'<login>_<user id>_<submission id>_<file>')" in out, out
+    # a member whose bytes do not match its CRC: said, and the rest collected
+    bad = _zip(tmp_path / "crc.zip", {"Lea Wu_444_assignsubmission_file_/one.ipynb": _work(course, 4),
+                                      "Kim Ode_333_assignsubmission_file_/one.ipynb": _work(course, 3)})
+    raw = bad.read_bytes()
+    assert raw.count(b"answer = 4") == 1
+    bad.write_bytes(raw.replace(b"answer = 4", b"answer = 5"))
+    out = run_cli("collect", "t1", bad, *common).stdout
+    assert "collected 1 " in out and "Lea Wu_444_assignsubmission_file_/one.ipynb: cannot be read from the zip " \
+        "(Bad CRC-32" in out, out
+    assert not (c.submitted / "lea_wu").exists()
+    not_zip = tmp_path / "download.zip"
+    not_zip.write_bytes(b"PK\x03\x04 truncated")
+    p = run_cli("collect", "t1", not_zip, *common, check=False)
+    assert p.returncode != 0 and "download.zip is not a readable zip file" in p.stderr, p
+    p = run_cli("collect", "t1", tmp_path / "missing", *common, check=False)
+    assert p.returncode != 0 and "no such file or folder" in p.stderr and "expected a folder or a zip" in p.stderr, p
+
+
+def test_markup_in_an_lms_name_never_reaches_the_gradebook(course, tmp_path):
+    """nbgrader's Formgrader writes names into its pages unescaped: a name is kept without
+    markup characters, and collect says so."""
+    c, common = _course(course, tmp_path)
+    z = _zip(tmp_path / "moodle.zip", {
+        '<img src=x onerror="alert(1)"> Ng_444_assignsubmission_file_/one.ipynb': _work(course, 4),
+        "Kim O'Ode_333_assignsubmission_file_/one.ipynb": _work(course, 3)})      # an apostrophe is a name's
+    out = run_cli("collect", "t1", z, *common).stdout
+    assert "collected 2 " in out, out
+    student = next(p.name for p in c.submitted.iterdir() if p.name.endswith("_ng"))
+    first, last, lms = _gradebook(c, student)
+    assert lms == "444" and not {"<", ">", '"'} & set(first + last), (first, last)
+    assert "markup characters" in out and "is recorded as" in out, out
+    assert _gradebook(c, "kim_o_ode") == ("Kim", "O'Ode", "333")
