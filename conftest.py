@@ -25,6 +25,7 @@ SLOW_FILES = {
     "test_autograder_attacks.py": "grades a class with ten attackers end to end",
     "test_exchange_owners.py": "makes real users and collects from an exchange",
     "test_prediction_rules.py": "runs kernels and grades the prediction rules end to end",
+    "test_prediction_limits.py": "grades a class with tens of MB of hostile prediction records end to end",
     "test_variants_class.py": "grades a class with per-student variants end to end",
 }
 #: single tests of otherwise fast files: file -> test function names

@@ -138,7 +138,7 @@ def compare(record, questions, entries: list) -> list[str]:
         h = _ledger_history(mine, q)
         if h["revealed"] is None:
             continue
-        rec = P.history(record.events, q)
+        rec = P.history(record.events, q, after=False)     # no revision decoded: not used here
         shown = h["committed"].get("values")
         what = P.show_values(shown) if isinstance(shown, dict) else "an answer"
         if not rec["revealed"]:

@@ -42,9 +42,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from course_lib.exercises import predictions as P
+from course_lib.exercises.answers import MAX_RECORD_CHARS
 from course_lib.exercises.question_ids import label as _label, question_of, role_of
 
 MAX_RECORD_BYTES = 2**20             # a record is a few kB; a bigger file is not one (and is not read)
+#: one recorded value's JSON, in the record file or the notebook's copies: the grader's own recorder
+#: refuses a bigger answer (course_lib.exercises.answers.record), so a bigger one is none
+MAX_VALUE_CHARS = MAX_RECORD_CHARS
+#: events of one question (each distinct one once, however many receipts repeat it); an honest
+#: record holds a few: a commit, its revisions, a reveal after each
+MAX_EVENTS_PER_QUESTION = 1000
 CHANGED = "changed-after-reveal"
 SHOWN = "shown-unrecorded"
 NO_RECORD = "no-record"
@@ -68,6 +75,12 @@ class Record:
         return self.source != "none"
 
 
+class RecordOverLimits(ValueError):
+    """A prediction record over what the grader reads (MAX_VALUE_CHARS, MAX_EVENTS_PER_QUESTION):
+    no honest notebook makes one, and grading it would cost unbounded time; the submission
+    fails with this reason (never a zero)."""
+
+
 def read_record(folder: Path, notebook: str, questions, submitted_at: str | None = None) -> Record:
     """The record of `notebook` (folder/notebook.ipynb) for `questions` (question ids such as
     "wall_q1"): the file's events and the notebook's copies, merged and checked."""
@@ -81,32 +94,43 @@ def read_record(folder: Path, notebook: str, questions, submitted_at: str | None
             problems.append(f"{P.RECORD_FILE} is larger than {MAX_RECORD_BYTES // 2**20} MB: not read")
         else:
             file_events = P.load_record(path)
+            _check_limits(file_events, questions, P.RECORD_FILE)
             problems += P.check_events(file_events)
     chains, shown = [], []
     nb_path = folder / f"{notebook}.ipynb"
     if nb_path.is_file():
         try:
             nb = json.loads(nb_path.read_text(encoding="utf-8-sig"))
-            chains = [c for c in P.notebook_events(nb) if c and isinstance(c[-1], dict) and c[-1].get("q") in questions]
+            chains = [c for c in P.notebook_events(nb)
+                      if c and isinstance(c[-1], dict) and _key(c[-1].get("q")) in questions]
             shown = truth_shown(nb, questions)
         except (OSError, ValueError):
             chains = []
-    mine_file = [e for e in (file_events or []) if isinstance(e, dict) and e.get("q") in questions]
+    if any(not isinstance(e, dict) for chain in chains for e in chain):
+        problems.append("a copy in the notebook holds something that is not an event (left out)")
+        chains = [[e for e in chain if isinstance(e, dict)] for chain in chains]
+    mine_file = [e for e in (file_events or []) if isinstance(e, dict) and _key(e.get("q")) in questions]
     if file_events is None and not chains:
         return Record([], problems, "none", shown=shown)
-    by_hash = {e.get("hash"): e for e in mine_file}
+    by_hash = {_key(e.get("hash")): e for e in mine_file}
     copies = {}
     for chain in chains:
-        problems += _check_chain(chain)
         for e in chain:
-            copies.setdefault(e.get("hash"), e)
-            if file_events is not None and e.get("hash") not in by_hash:
-                problems.append(f"{e.get('q')} {e.get('kind')} at {e.get('t')}: in the notebook's copy but not in "
-                                f"{P.RECORD_FILE} (removed from the file?)")
-    copied = sorted(copies.values(), key=lambda e: (e.get("seq", 0), e.get("n", 0)))
+            if _key(e.get("q")) in questions:       # a receipt shows its own question's events
+                copies.setdefault(_key(e.get("hash")), e)
+    # the limits before any event is hashed: every distinct event once, however many receipts repeat it
+    _check_limits(list(copies.values()), questions, "the receipts in the notebook")
+    verified: dict = {}
+    for chain in chains:
+        problems += _check_chain(chain, verified)
+        for e in chain:
+            if file_events is not None and _key(e.get("hash")) not in by_hash:
+                problems.append(f"{_short(e.get('q'))} {_short(e.get('kind'))} at {_short(e.get('t'))}: in the "
+                                f"notebook's copy but not in {P.RECORD_FILE} (removed from the file?)")
+    copied = sorted(copies.values(), key=lambda e: (_number(e.get("seq")), _number(e.get("n"))))
     seqs = {}
     for e in copied:
-        seqs.setdefault(e.get("seq"), set()).add(e.get("hash"))
+        seqs.setdefault(_key(e.get("seq")), set()).add(_key(e.get("hash")))
     if any(len(h) > 1 for h in seqs.values()):
         problems.append("the notebook's copies hold two different histories")
     if file_events is not None:
@@ -147,16 +171,20 @@ def truth_shown(nb: dict, questions) -> list[str]:
     return out
 
 
-_REVEALS = re.compile(r"\b(?:reveal|show)\s*\(([^)]*)\)")
+# linear: an unclosed call takes the rest of the source (non-overlapping), rather than each of a
+# million "show(" scanning to the end again
+_REVEALS = re.compile(r"\b(?:reveal|show)\s*\(([^)]*)")
 _QUOTED = re.compile(r"""["']([A-Za-z]\w*)["']""")
 
 
 MAX_PROBLEMS = 50      # said per record; a hostile file makes thousands
+MAX_PROBLEM_CHARS = 300
 
 
 def _unique(problems: list) -> list:
-    """The problems once each, in order (linear time), at most MAX_PROBLEMS of them."""
-    out = list(dict.fromkeys(problems))
+    """The problems once each, in order (linear time), at most MAX_PROBLEMS of them, each at most
+    MAX_PROBLEM_CHARS long (a problem may quote what the record holds)."""
+    out = list(dict.fromkeys(p if len(p) <= MAX_PROBLEM_CHARS else p[:MAX_PROBLEM_CHARS] + "..." for p in problems))
     return out if len(out) <= MAX_PROBLEMS else out[:MAX_PROBLEMS] + [f"... and {len(out) - MAX_PROBLEMS} more"]
 
 
@@ -171,15 +199,64 @@ def _iso(timestamp: str) -> str:
     return t.astimezone(dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _check_chain(chain: list) -> list[str]:
-    """A copy in the notebook: one question's events, each hashing right and linked in order."""
+def _key(value):
+    """A value from the record usable as a dict key (a hostile one may be a list or a dict)."""
+    return value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)[:200]
+
+
+def _short(value, n: int = 40) -> str:
+    """A value from the record quoted in a problem: at most `n` characters."""
+    text = str(value) if isinstance(value, (str, int, float, bool, type(None))) else type(value).__name__
+    return text if len(text) <= n else text[:n] + "..."
+
+
+def _number(value) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else -1.0
+
+
+def _check_limits(events: list, questions: set, where: str) -> None:
+    """RecordOverLimits where `events` (from one carrier: the file, or the notebook's copies, each
+    distinct event once) hold, for one of `questions` (those graded: their events are walked and
+    their values decoded), more than MAX_EVENTS_PER_QUESTION events or a value of more than
+    MAX_VALUE_CHARS characters of JSON. Linear: each value is written out once."""
+    counts: dict = {}
+    for e in events:
+        if not isinstance(e, dict) or not isinstance(e.get("q"), str) or e["q"] not in questions:
+            continue
+        q = e["q"]
+        counts[q] = counts.get(q, 0) + 1
+        if counts[q] > MAX_EVENTS_PER_QUESTION:
+            raise RecordOverLimits(f"{where}: more than {MAX_EVENTS_PER_QUESTION:,} events for {_label(q)} "
+                                   "(an honest record holds a few)")
+        values = e.get("values")
+        for name, value in (values.items() if isinstance(values, dict) else [("values", values)]):
+            size = len(json.dumps(value))
+            if size > MAX_VALUE_CHARS:
+                raise RecordOverLimits(f"{where}: a value of {_label(q)} ({_short(name)}) of {size:,} characters "
+                                       f"of JSON, more than an answer can be ({MAX_VALUE_CHARS:,})")
+
+
+def _check_chain(chain: list, verified: dict | None = None) -> list[str]:
+    """A copy in the notebook: one question's events, each hashing right and linked in order.
+    `verified` ({hash: event} whose hash was checked, shared by the copies): an event repeated
+    by later receipts is compared with the one checked, not hashed again."""
     out, prev = [], ""
+    verified = {} if verified is None else verified
     for i, e in enumerate(chain):
-        if not isinstance(e, dict) or e.get("hash") != P.event_hash(e):
-            out.append(f"a copy in the notebook holds an event that does not match its hash ({e.get('q', '?')})")
+        h = e.get("hash") if isinstance(e, dict) else None
+        seen = verified.get(h) if isinstance(h, str) else None
+        if seen is not None and (seen is e or seen == e):
+            ok = True
+        else:
+            ok = isinstance(e, dict) and h == P.event_hash(e)
+            if ok:
+                verified[h] = e
+        if not ok:
+            out.append(f"a copy in the notebook holds an event that does not match its hash "
+                       f"({_short(e.get('q', '?')) if isinstance(e, dict) else '?'})")
             continue
         if e.get("n") != i or e.get("prev_q") != prev:
-            out.append(f"a copy in the notebook breaks {e.get('q')}'s chain")
+            out.append(f"a copy in the notebook breaks {_short(e.get('q'))}'s chain")
         prev = e.get("hash")
     return out
 
@@ -228,8 +305,12 @@ def decide(record: Record, question: str, names: list, final_entries: dict, no_r
     return d
 
 
+MAX_SHOWN_CHARS = 300     # a value quoted in a message
+
+
 def _shown(values) -> str:
-    return P.show_values(values)
+    text = P.show_values(values)
+    return text if len(text) <= MAX_SHOWN_CHARS else text[:MAX_SHOWN_CHARS] + "..."
 
 
 def _shown_uncommitted(question: str, final: dict) -> Decision:
@@ -242,7 +323,9 @@ def _shown_uncommitted(question: str, final: dict) -> Decision:
 
 
 def _decide(events: list, question: str, names: list, final: dict, shown: bool = False) -> Decision:
-    h = P.history(events, question)
+    # what grading reads: the commit before the first reveal, the first commit (no revision after
+    # the reveal is decoded or compared: one pass over the events)
+    h = P.history(events, question, after=False)
     committed, flag = h["committed"], ""
     if shown and not h["revealed"]:
         # the truth is on screen, yet the record holds no reveal: revealed as early as the record
@@ -255,7 +338,7 @@ def _decide(events: list, question: str, names: list, final: dict, shown: bool =
         return Decision("final", committed, final)
     # the answers a commit records: a question's reasoning variables are kept as its reason, and
     # graded on the final notebook like any written part
-    committed = {n: v for n, v in committed.items() if n in names}
+    committed = {n: v for n, v in committed.items() if n in names} if isinstance(committed, dict) else {}
     ends = {n: final[n] for n in committed if n in final}
     if committed and len(ends) == len(committed) and P.same_value(committed, ends):
         return Decision("committed", committed, final, flag=flag)

@@ -112,9 +112,9 @@ def question_events(events: list, question: str) -> list:
 def check_events(events: list) -> list[str]:
     """What is wrong with a record (empty: nothing found). The events are in file order."""
     problems = []
-    last_t, last_hash, per_q = "", "", {}
+    last_t, last_hash, per_q, committed = "", "", {}, set()
     for i, e in enumerate(events):
-        where = f"event {i} ({e.get('q', '?')} {e.get('kind', '?')})"
+        where = f"event {i} ({e.get('q', '?')} {e.get('kind', '?')})" if isinstance(e, dict) else f"event {i}"
         if not isinstance(e, dict) or e.get("v") != FORMAT:
             problems.append(f"{where}: not an event of this record format")
             continue
@@ -127,10 +127,12 @@ def check_events(events: list) -> list[str]:
             problems.append(f"{where}: breaks its question's chain")
         if str(e.get("t", "")) < last_t:
             problems.append(f"{where}: its time {e.get('t')} is earlier than the event before it ({last_t})")
-        if e.get("kind") == "reveal" and not any(m.get("kind") in ("commit", "revise") for m in mine):
+        if e.get("kind") == "reveal" and e.get("q") not in committed:
             problems.append(f"{where}: a reveal without a committed prediction")
         if e.get("kind") not in ("commit", "revise", "reveal"):
             problems.append(f"{where}: unknown kind {e.get('kind')!r}")
+        if e.get("kind") in ("commit", "revise"):
+            committed.add(e.get("q"))
         mine.append(e)
         last_t, last_hash = str(e.get("t", "")), e.get("hash", "")
     return problems
@@ -177,7 +179,7 @@ def same_value(a: dict, b: dict) -> bool:
         return a == b
 
 
-def history(events: list, question: str) -> dict:
+def history(events: list, question: str, *, after: bool = True) -> dict:
     """What the record says about one question.
 
     committed   -- the values committed last before the first reveal (None: never committed)
@@ -185,24 +187,30 @@ def history(events: list, question: str) -> dict:
     revealed    -- whether the truth was shown (revealed_t: when first)
     first       -- the values of the first commit (first_t: when)
     after       -- values committed after the first reveal that differ from `committed`
+                   (None with ``after=False``: each of those comparisons decodes a revision, and
+                   grading reads only `committed`, `first` and `revealed`)
     last        -- the values committed last (last_t: when)
+
+    Without `after`, no value is decoded: one pass over the events, linear in their number.
     """
     mine = question_events(events, question)
-    committed, revealed, first, after, last = None, False, None, [], None
+    committed, revealed, first, last = None, False, None, None
+    changed = [] if after else None
     committed_t = revealed_t = first_t = last_t = None
     for e in mine:
-        if e["kind"] in ("commit", "revise"):
-            last, last_t = e["values"], e.get("t")
+        kind, values = e.get("kind"), e.get("values")
+        if kind in ("commit", "revise"):
+            last, last_t = values, e.get("t")
             if first is None:
-                first, first_t = e["values"], e.get("t")
+                first, first_t = values, e.get("t")
             if not revealed:
-                committed, committed_t = e["values"], e.get("t")
-            elif not same_value(e["values"], committed):
-                after.append(e["values"])
-        elif e["kind"] == "reveal" and committed is not None and not revealed:
+                committed, committed_t = values, e.get("t")
+            elif after and values != committed and not same_value(values, committed):
+                changed.append(values)
+        elif kind == "reveal" and committed is not None and not revealed:
             revealed, revealed_t = True, e.get("t")
     return {"committed": committed, "committed_t": committed_t, "revealed": revealed,
-            "revealed_t": revealed_t, "first": first, "first_t": first_t, "after": after,
+            "revealed_t": revealed_t, "first": first, "first_t": first_t, "after": changed,
             "last": last, "last_t": last_t, "events": len(mine)}
 
 
