@@ -18,6 +18,11 @@ $(STAMP): pyproject.toml
 	mkdir -p $(VENV)/share/jupyter/labextensions
 	rm -rf $(VENV)/share/jupyter/labextensions/roofline-course
 	ln -s $(abspath course_lib/labextension) $(VENV)/share/jupyter/labextensions/roofline-course
+	# The Formgrader's pages served with a policy that runs only the Formgrader's own scripts
+	# (autograder/formgrader_csp.py), in every Jupyter server of this environment
+	mkdir -p $(VENV)/etc/jupyter/jupyter_server_config.d
+	echo '{"ServerApp": {"jpserver_extensions": {"autograder.formgrader_csp": true}}}' \
+		> $(VENV)/etc/jupyter/jupyter_server_config.d/roofline-formgrader-csp.json
 	touch $(STAMP)
 
 venv: $(STAMP)

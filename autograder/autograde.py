@@ -23,13 +23,20 @@ from course_lib.question_ids import cell_id
 
 from .release import nbgrader_config
 from .safefiles import copy_tree
-from .outputs import sanitize_markdown
+from .page_safety import sanitize_notebook
 from .sandbox import Limits, die_with_parent, make_spec
 from .sandboxed_execute import RECORDER_REPLACED
 from . import predictions, variants, verify
 from . import ledger as hub_ledger
 
-PARSE_SECONDS = 60               # reading what a submission supplies outside the sandbox (its prediction record)
+#: all the grader's own work on what a submission supplies, outside the sandbox, together: reading
+#: its notebooks (repair), its prediction record (file and receipts), the hub's ledger against it,
+#: and deciding what the record grades (the verify inputs built from it). Not the kernel's run
+#: (its own limits) nor the clean re-verification (VERIFY_TIMEOUT_PER_TEST)
+PARSE_SECONDS = 60
+#: a submitted notebook without its outputs (cells, sources, metadata), the part nbgrader parses
+#: after the grader has read the receipts in the outputs: an honest one is well under 1 MB
+MAX_CELLS_BYTES = 16 * 2**20
 
 
 @dataclass
@@ -74,16 +81,24 @@ class Graded:
                 "warnings": self.warnings}
 
 
+class OverBudget(BaseException):
+    """What a submission supplies took longer to read than the grader gives it (PARSE_SECONDS).
+    A BaseException, as KeyboardInterrupt: neither an `except Exception` nor an `except OSError`
+    (TimeoutError is one) in the code it interrupts swallows it and reads on."""
+
+
 @contextlib.contextmanager
-def time_limit(seconds: int, what: str):
-    """Raise TimeoutError when the block runs longer than `seconds` (in a worker's main thread:
+def time_limit(seconds: float, what: str, message: str | None = None):
+    """Raise OverBudget when the block runs longer than `seconds` (in a worker's main thread:
     a hostile file fails its own student, never stalls the class). Elsewhere: no limit."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    if seconds <= 0:
+        raise OverBudget(message or f"{what} took longer than {seconds:g} s")
 
     def expired(*_):
-        raise TimeoutError(f"{what} took longer than {seconds} s")
+        raise OverBudget(message or f"{what} took longer than {seconds:g} s")
 
     old = signal.signal(signal.SIGALRM, expired)
     signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -92,6 +107,27 @@ def time_limit(seconds: int, what: str):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
+
+
+class Budget:
+    """PARSE_SECONDS for every step of one submission that walks what the student supplied
+    outside the sandbox, all steps together (the time between them, the kernel's run, is not
+    counted): `with budget("reading ..."):` raises OverBudget once the steps so far have used it."""
+
+    def __init__(self, seconds: float | None = None):
+        self.seconds = PARSE_SECONDS if seconds is None else seconds
+        self.spent = 0.0
+
+    @contextlib.contextmanager
+    def __call__(self, what: str):
+        t0 = time.monotonic()
+        try:
+            with time_limit(self.seconds - self.spent, what,
+                            f"{what}: over the grader's limit of {self.seconds:g} s for reading what a submission "
+                            "hands in (its notebooks and prediction record)"):
+                yield
+        finally:
+            self.spent += time.monotonic() - t0
 
 
 def autograde_config(root: Path, spec_json: str, job: dict, user_config: dict | None = None):
@@ -196,10 +232,11 @@ def _prediction_decisions(nb, tests: list, record, no_record: str = "final") -> 
 
 
 def _apply_clean_verdicts(root: Path, a: str, student: str, dest: Path, job: dict,
-                          spec_args: tuple, records: dict) -> tuple[dict, list, dict]:
+                          spec_args: tuple, records: dict, budget: Budget | None = None) -> tuple[dict, list, dict]:
     """Re-verify every test in a clean process; the clean verdicts become the scores in the
     private gradebook and go into each notebook's metadata. Returns (verdicts, disagreements,
-    the autograded notebooks)."""
+    the autograded notebooks). `budget`: what deciding on the prediction record and building
+    the verify inputs from it may take (the rest of the submission's PARSE_SECONDS)."""
     import nbformat.v4
     from nbgrader.api import Gradebook
 
@@ -208,9 +245,11 @@ def _apply_clean_verdicts(root: Path, a: str, student: str, dest: Path, job: dic
     for p in sorted(dest.glob("*.ipynb")):
         # nbgrader has just written and validated these: read and write without validating again
         notebooks[p.stem] = nbformat.v4.reads(p.read_text())
-    for nb_name, nb in notebooks.items():
-        _prediction_decisions(nb, tests.get(nb_name, []), records.get(nb_name), job.get("no_record") or "final")
-    jobs = verify.verification_jobs(tests, notebooks, variants.student_truth(job.get("truth"), job.get("variant_key")))
+    with (budget or Budget())("deciding what its prediction record grades"):
+        for nb_name, nb in notebooks.items():
+            _prediction_decisions(nb, tests.get(nb_name, []), records.get(nb_name), job.get("no_record") or "final")
+        jobs = verify.verification_jobs(tests, notebooks,
+                                        variants.student_truth(job.get("truth"), job.get("variant_key")))
     vbase = Path(job["work"]) / "v" / str(os.getpid())     # this worker's clean process, reused
     limits, sandbox, packages = spec_args[0], spec_args[1], spec_args[2]
     results = verify.run_clean(jobs, lambda: make_spec(vbase, a, None, None, *spec_args),
@@ -255,7 +294,7 @@ def _apply_clean_verdicts(root: Path, a: str, student: str, dest: Path, job: dic
                                   "clean": same_values["score"], "message": same_values["message"]})
             verdicts[nb_name] = mine
             nb.metadata.setdefault("autograder", {})["verdicts"] = mine
-            sanitize_markdown(nb.cells)     # the formgrader shows this notebook: nothing in it may run
+            sanitize_notebook(nb)     # the formgrader shows this notebook: nothing in it may run
             path = dest / f"{nb_name}.ipynb"
             mode = path.stat().st_mode
             path.chmod(mode | 0o200)      # nbgrader leaves autograded notebooks read-only (444)
@@ -314,18 +353,28 @@ def grade_one(job: dict) -> Graded:
     # regular files only, opened without following links (a link to /etc/shadow or the solution
     # is refused and reported, never read): everything later reads this copy
     mine = root / "submitted" / student / a
-    for rel, why in copy_tree(job["submitted"], mine):
+    refused = copy_tree(job["submitted"], mine)
+    for rel, why in refused:
         out.warnings.append(f"{rel}: {why}")
+    budget = Budget()
     try:
-        _repair(mine, job, out.notes)
-        _private_student(root, job)
+        # a notebook of the assignment refused for its size: nbgrader would score it as missing,
+        # a zero; it is a failure
+        _refused_notebooks(refused, job)
         tests = verify.from_json(job["tests"])
-        with time_limit(PARSE_SECONDS, "reading the prediction record handed in"):
-            records = _prediction_records(mine, tests)
-            hub_ledger.apply(out, records, tests, job.get("ledger"))     # --ledger: the hub's copy
+        with budget("reading its notebooks"):
+            _repair(mine, job, out.notes)
+        _private_student(root, job)
         expected = variants.assigned(job.get("variant_key", ""), job.get("variant_questions") or [])
         out.variant = expected
-        out.predictions += variants.mismatches(records, expected)
+        with budget("reading the prediction record handed in"):
+            records = _prediction_records(mine, tests)
+            hub_ledger.apply(out, records, tests, job.get("ledger"))     # --ledger: the hub's copy
+            out.predictions += variants.mismatches(records, expected)
+        with budget("reading its notebooks"):
+            # read: nbgrader clears the outputs before it runs anything; cleared here, it does
+            # not parse and validate megabytes of them (receipts) again and again
+            _drop_outputs(mine)
         limits = Limits(**job["limits"])
         spec_args = (limits, job["sandbox"], tuple(job["packages"]), work)
         spec = make_spec(base / "k", a, root / "submitted" / student / a, Path(job["extras"]), *spec_args)
@@ -337,7 +386,8 @@ def grade_one(job: dict) -> Graded:
         out.error = result.get("error", "") or ""
         dest = root / "autograded" / student / a
         if result.get("success") and dest.is_dir():
-            out.verdicts, out.flags, books = _apply_clean_verdicts(root, a, student, dest, job, spec_args, records)
+            out.verdicts, out.flags, books = _apply_clean_verdicts(root, a, student, dest, job, spec_args, records,
+                                                                   budget)
             _take_notebooks(out, books)
             out.data = read_submission("sqlite:///" + str(root / "gradebook.db"), a, student)
             out.autograded = str(dest)
@@ -347,6 +397,9 @@ def grade_one(job: dict) -> Graded:
     except Unrepairable as e:
         out.cause = f"cannot be graded: {e}"
         out.error = str(e)
+    except (OverBudget, predictions.RecordOverLimits, TooLarge) as e:
+        out.cause = f"not graded: {e}"[:500]
+        out.error = traceback.format_exc()
     except verify.VerifyError as e:
         out.cause = str(e)
         out.error = traceback.format_exc()
@@ -361,6 +414,47 @@ def grade_one(job: dict) -> Graded:
         out.error += "\n--- kernel output (last 3000 characters) ---\n" + klog.read_text(errors="replace")[-3000:]
     out.seconds = time.monotonic() - t0
     return out
+
+
+class TooLarge(ValueError):
+    """A submitted notebook larger than the grader reads (safefiles.MAX_FILE, MAX_CELLS_BYTES)."""
+
+
+def _refused_notebooks(refused: list, job: dict) -> None:
+    """TooLarge where copy_tree refused a notebook of the assignment for its size."""
+    names = {f"{nb}.ipynb" for nb in job.get("tests") or {}}
+    for rel, why in refused:
+        if rel in names and "larger than" in why:
+            raise TooLarge(f"{rel}: {why}")
+
+
+def _drop_outputs(folder: Path) -> None:
+    """The outputs of the notebooks in `folder` (the private copy, once the prediction record was
+    read from it) removed, as nbgrader's first step (ClearOutput) would: nbgrader then reads and
+    validates only the cells. TooLarge when what is left is over MAX_CELLS_BYTES."""
+    for p in sorted(folder.glob("*.ipynb")):
+        try:
+            nb = json.loads(p.read_bytes())
+        except (OSError, ValueError):
+            continue        # nbgrader says what is wrong with it
+        cells = nb.get("cells") if isinstance(nb, dict) else None
+        if not isinstance(cells, list):
+            continue
+        cleared = 0
+        for c in cells:
+            if isinstance(c, dict) and c.get("outputs"):
+                c["outputs"] = []
+                cleared += 1
+        text = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+        if len(text) > MAX_CELLS_BYTES:
+            raise TooLarge(f"{p.name} is {len(text) / 2**20:.0f} MB without its outputs (cells, sources and metadata): "
+                           f"more than {MAX_CELLS_BYTES // 2**20} MB is not read")
+        if cleared:
+            try:
+                data = text.encode("utf-8")
+            except UnicodeEncodeError:      # a lone surrogate ("\ud800" in the JSON): kept escaped
+                data = (json.dumps(nb, indent=1) + "\n").encode("ascii")
+            p.write_bytes(data)
 
 
 def _private_course(job: dict) -> tuple[Path, Path]:

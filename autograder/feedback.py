@@ -56,7 +56,8 @@ from course_lib.exercises.question_ids import cell_id, is_manually_graded, metad
 from .course import HIDDEN_BEGIN, Course, default_jobs, hidden_test_lines, strip_hidden_tests
 from .release import ensure_tools_on_path
 from .safefiles import read_regular
-from .outputs import cap_outputs, cap_total_outputs, sanitize_markdown, sanitize_outputs
+from .outputs import cap_outputs, cap_total_outputs
+from .page_safety import SanitizeForPage, sanitize_notebook
 
 log = logging.getLogger("autograder")
 MIN_LINE = 12     # shorter hidden lines ("else:", ")") give nothing away and are too common to match
@@ -165,10 +166,7 @@ class SafeFeedback(NbGraderPreprocessor):
                 cell.outputs = list(cell.outputs) + [_error(v.get("ename") or "AssertionError",
                                                             verdict_message(v) + " (checked again from your recorded answer)")]
             cap_outputs(cell)
-        for cell in nb.cells:
-            if cell.cell_type == "code":
-                sanitize_outputs(cell)
-        sanitize_markdown(nb.cells)
+        sanitize_notebook(nb, always_render_markdown=True)
         cap_total_outputs(nb.cells)
         self._awaiting(nb, resources)
         nb.metadata.pop("autograder", None)
@@ -239,6 +237,10 @@ def configure_nbgrader_feedback(c) -> None:
     from nbgrader.preprocessors import GetGrades
 
     c.GenerateFeedback.preprocessors = [GetGrades, SafeFeedback, CSSHTMLHeaderPreprocessor]
+    # Every page nbconvert renders for nbgrader (the Formgrader's Manual Grading too) shows the
+    # notebook only after autograder.page_safety rebuilt it from its allow-lists: an exporter's
+    # preprocessors only, never its template (the Formgrader needs its own "formgrade" one)
+    c.HTMLExporter.preprocessors = [SanitizeForPage]
     c.GenerateFeedback.exporter_class = FeedbackHTMLExporter
     # nbgrader's API (the formgrader's button) forces HTMLExporter.template_name = "feedback" and,
     # unless configured, nbgrader's own template folder (whose feedback page shows hidden tests):

@@ -28,7 +28,7 @@ ATTRIBUTES = {"display", "displaystyle", "scriptlevel", "mathvariant", "mathsize
               "columnalign", "rowalign", "columnspacing", "rowspacing", "columnlines", "rowlines",
               "frame", "framespacing", "columnspan", "rowspan", "notation", "open", "close",
               "separators", "encoding", "voffset"}
-_SAFE_VALUE = re.compile(r"[\w .,%#+\-]*")
+SAFE_VALUE = re.compile(r"[\w .,%#+\-]*")
 
 
 class UnsafeMath(ValueError):
@@ -43,7 +43,7 @@ def _rebuild(el: ET.Element) -> str:
     for name, value in el.attrib.items():
         if name not in ATTRIBUTES:
             continue                  # href, xlink:href, style...: dropped, the formula stays
-        if not _SAFE_VALUE.fullmatch(value):
+        if not SAFE_VALUE.fullmatch(value):
             raise UnsafeMath(f"attribute {name}={value!r}")
         attrs.append(f' {name}="{html.escape(value)}"')
     inner = html.escape(el.text or "", quote=False)

@@ -1,10 +1,9 @@
-"""What a student's outputs and markdown may hold once stored and shown (the formgrader, the
-feedback pages): each output capped, a notebook's outputs capped in all, HTML or JavaScript that
-could run in a browser made text. Used by autograder.sandboxed_execute and autograder.feedback."""
+"""How much of a student's outputs is stored and shown (the formgrader, the feedback pages): each
+output capped, a notebook's outputs capped in all. What they may hold is autograder.page_safety's.
+Used by autograder.sandboxed_execute and autograder.feedback."""
 from __future__ import annotations
 
 import json
-import re
 
 from nbformat.notebooknode import NotebookNode
 
@@ -52,57 +51,6 @@ def cap_total_outputs(cells, limit: int = MAX_NOTEBOOK_OUTPUT_CHARS) -> None:
             total += size
             kept.append(out)
         cell.outputs = kept
-
-
-_ACTIVE_HTML = re.compile(r"<\s*/?\s*(?:script|iframe|frame|object|embed|applet|link|meta|base|form|style|svg|math|"
-                          r"template)\b|\bon[a-z]+\s*=|javascript\s*:|vbscript\s*:|data\s*:\s*text/html|srcdoc\s*=",
-                          re.IGNORECASE)
-
-
-_SCRIPT_MIMES = ("application/javascript", "text/javascript", "application/x-javascript",
-                 "application/vnd.jupyter.widget-view+json")
-
-
-def active_html(text: str) -> bool:
-    """Whether HTML could run something or reach out when shown (scripts, event handlers,
-    frames, forms, javascript: links...)."""
-    return bool(_ACTIVE_HTML.search(text))
-
-
-INERT_NOTE = "*[shown as text by the grader: this cell's HTML could run code in a browser]*"
-
-
-def inert_markdown(source: str) -> str:
-    """A markdown (or raw) cell whose HTML could run code, as its text: escaped (also `=` and
-    `:`, so that the result is no longer active_html) inside <pre>."""
-    import html
-
-    text = html.escape(source).replace("=", "&#61;").replace(":", "&#58;")
-    return f"{INERT_NOTE}\n\n<pre>{text}</pre>"
-
-
-def sanitize_markdown(cells) -> None:
-    """Markdown and raw cells of `cells` that could run code in a browser, made text (in place)."""
-    for cell in cells:
-        if cell.get("cell_type") in ("markdown", "raw") and active_html(cell.get("source", "")):
-            cell["source"] = inert_markdown(cell["source"])
-
-
-def sanitize_outputs(cell) -> None:
-    """A student's outputs made inert for the instructor's and student's pages: JavaScript outputs
-    are dropped, HTML (or SVG) that could run anything is replaced by its text (the output's
-    text/plain, or a note)."""
-    for out in cell.get("outputs", []):
-        data = out.get("data")
-        if not isinstance(data, dict):
-            continue
-        for mime in list(data):
-            value = data[mime]
-            text = "".join(value) if isinstance(value, list) else value
-            if mime in _SCRIPT_MIMES or (mime in ("text/html", "image/svg+xml", "text/markdown", "text/latex")
-                                         and isinstance(text, str) and active_html(text)):
-                del data[mime]
-                data.setdefault("text/plain", f"[{mime} output removed by the grader: it could run code in a browser]")
 
 
 def cap_outputs(cell, limit: int = MAX_OUTPUT_CHARS) -> None:

@@ -85,7 +85,11 @@ def write_report_html(out: Path, assignment: str, rows: list[dict], changes: lis
                 "notebook", "question", "student", "rule", "from", "to", "record"],
                 [[c["notebook"], c["title"] or c["question"], c["student"], c["rule"], c["from"], c["to"],
                   c["record"]] for c in changes])]
+    # students' answers are in it (escaped): the browser is told to run nothing and load nothing
+    # but the page's own inline images, as the feedback pages
     text = ('<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+            '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; script-src \'none\'; '
+            'style-src \'unsafe-inline\'; img-src data:; base-uri \'none\'; form-action \'none\'">\n'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
             f"<title>Report: {html.escape(assignment)}</title>\n<style>{STYLE}</style>\n</head>\n"
             f"<body>\n<main>\n" + "\n".join(p for p in page if p) + "\n</main>\n</body>\n</html>\n")

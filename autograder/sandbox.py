@@ -663,8 +663,7 @@ def traversable(path: Path, top: Path, strict: bool = True) -> None:
 _MOVED = {"SandboxKernelManager": "kernel_manager",
           **dict.fromkeys(("SandboxedExecute", "capture_expression", "RECORDER_REPLACED"), "sandboxed_execute"),
           **dict.fromkeys(("MAX_OUTPUT_CHARS", "CUT_NOTE", "MAX_NOTEBOOK_OUTPUT_CHARS", "TOTAL_NOTE",
-                           "cap_total_outputs", "active_html", "INERT_NOTE", "inert_markdown", "sanitize_markdown",
-                           "sanitize_outputs", "cap_outputs"), "outputs")}
+                           "cap_total_outputs", "cap_outputs"), "outputs")}
 
 
 def __getattr__(name: str):

@@ -18,8 +18,8 @@ from nbgrader.preprocessors import Execute
 from course_lib.question_ids import cell_id, is_graded
 
 from .kernel_manager import SandboxKernelManager
-from .outputs import (CUT_NOTE, MAX_NOTEBOOK_OUTPUT_CHARS, MAX_OUTPUT_CHARS, TOTAL_NOTE, cap_outputs, output_chars,
-                      sanitize_outputs)
+from .outputs import CUT_NOTE, MAX_NOTEBOOK_OUTPUT_CHARS, MAX_OUTPUT_CHARS, TOTAL_NOTE, cap_outputs, output_chars
+from .page_safety import sanitize_cell_outputs
 from .sandbox import SandboxSpec
 from .verifier_program import strip_warnings
 
@@ -166,7 +166,7 @@ class SandboxedExecute(Execute):
         self.nb.metadata.pop("widgets", None)
         for cell in self.nb.cells:
             if cell.cell_type == "code":
-                sanitize_outputs(cell)
+                sanitize_cell_outputs(cell)
         if self.grade_cell_warnings:
             self._strip_grade_cell_warnings()
         meta = self.nb.metadata.setdefault("autograder", {})

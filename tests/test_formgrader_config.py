@@ -29,9 +29,12 @@ def formgrader_config() -> Config:
     return c
 
 
-def test_the_course_config_sets_no_global_html_exporter():
+def test_the_course_config_gives_every_html_exporter_the_sanitizer_and_nothing_else():
+    from autograder.page_safety import SanitizeForPage
+
     c = course_config()
-    assert "HTMLExporter" not in c, dict(c.get("HTMLExporter", {}))
+    # preprocessors only: a global template_name (or template folders) breaks the Formgrader
+    assert dict(c.HTMLExporter) == {"preprocessors": [SanitizeForPage]}
     assert c.GenerateFeedback.exporter_class.__name__ == "FeedbackHTMLExporter"
 
 
