@@ -25,7 +25,7 @@ from tornado.web import OutputTransform
 
 _HEAD = re.compile(rb"<head\b.*?</head>", re.S | re.I)
 _INLINE_SCRIPT = re.compile(rb"<script\b(?![^>]*\bsrc=)[^>]*>(.*?)</script>", re.S | re.I)
-_HANDLER = re.compile(rb'\son[a-z]+="([^"]*)"')
+_HANDLER = re.compile(rb"""\son[a-z]+\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.I)     # onClick="..." too
 
 
 def template_constants() -> set[bytes]:
@@ -38,8 +38,8 @@ def template_constants() -> set[bytes]:
     for path in Path(handlers.template_path).rglob("*"):
         if path.suffix in (".tpl", ".j2", ".html"):
             text = path.read_bytes()
-            found |= {t for t in _INLINE_SCRIPT.findall(text) + _HANDLER.findall(text)
-                      if b"{{" not in t and b"{%" not in t}
+            texts = _INLINE_SCRIPT.findall(text) + [a or b for a, b in _HANDLER.findall(text)]
+            found |= {t for t in texts if b"{{" not in t and b"{%" not in t}
     return found
 
 
@@ -65,19 +65,41 @@ def policy(page: bytes) -> str:
             "frame-ancestors 'self'")
 
 
+# A student's own files, served as they were handed in (nbgrader's SubmissionFilesHandler, for the
+# images a notebook links to): an HTML or SVG file opened there must not run in the instructor's
+# origin, whatever its type says: sandboxed (an origin of its own), no script, nothing loaded.
+STUDENT_FILE_POLICY = ("default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; "
+                       "base-uri 'none'; form-action 'none'; frame-ancestors 'self'; sandbox")
+_STUDENT_FILE = re.compile(r"/formgrader/submissions/(?!components/)[^/]+/(?!(?:next_incorrect|prev_incorrect|next|prev)"
+                           r"/?$)[^/].*$")
+
+
+def policy_for(path: str, content_type: str, page: bytes | None) -> str | None:
+    """The policy for a response of the Formgrader (None: not one of its pages or files);
+    `page`: the whole body, when the first chunk holds it all."""
+    if "/formgrader/" not in path or "/formgrader/static/" in path:
+        return None
+    if _STUDENT_FILE.search(path):
+        return STUDENT_FILE_POLICY
+    if content_type.startswith("text/html"):
+        # a page that is streamed (not whole in its first chunk) gets no inline script at all
+        return policy(page or b"")
+    return None
+
+
 class FormgraderPolicy(OutputTransform):
-    """Adds the policy to every HTML page under <base_url>formgrader/ (a tornado transform: it sees
-    each response's first chunk, which for these pages is the whole page)."""
+    """Adds the policy to every HTML page under <base_url>formgrader/ and to every student's file
+    it serves (a tornado transform: it sees each response's first chunk, which for these pages is
+    the whole page)."""
 
     def __init__(self, request):
         super().__init__(request)
         self.path = request.path or ""
 
     def transform_first_chunk(self, status_code, headers, chunk, finishing):
-        if "/formgrader/" in self.path and "/formgrader/static/" not in self.path \
-                and headers.get("Content-Type", "").startswith("text/html"):
-            # a page that is streamed (not whole in its first chunk) gets no inline script at all
-            headers.add("Content-Security-Policy", policy(chunk if finishing else b""))
+        csp = policy_for(self.path, headers.get("Content-Type", ""), chunk if finishing else None)
+        if csp:
+            headers.add("Content-Security-Policy", csp)
         return status_code, headers, chunk
 
 

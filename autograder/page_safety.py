@@ -91,6 +91,8 @@ def _attribute(tag: str, attr: str, value: str) -> str | None:
 
 
 _CLEANER = None
+_SOURCELESS_IMAGE = re.compile(r"<img\b(?![^>]*\ssrc=)[^>]*>")
+IMAGE_NOTE = '<span class="grader-note">[image not shown by the grader: not the image\'s own data]</span>'
 
 
 def clean_html(text: str) -> str:
@@ -105,7 +107,8 @@ def clean_html(text: str) -> str:
                                clean_content_tags={"script", "style", "iframe", "object", "embed", "template",
                                                    "textarea", "noscript", "svg"},
                                filter_style_properties=STYLE_PROPERTIES)
-    return _CLEANER.clean(text)
+    # an image whose source was not its own data (a URL, a script) has nothing left to show
+    return _SOURCELESS_IMAGE.sub(IMAGE_NOTE, _CLEANER.clean(text))
 
 
 # Markdown that cannot become anything but text formatting: no HTML, no entity, no link or image

@@ -35,6 +35,8 @@ from tiny_course import FAST, SANDBOX, make_course, run_cli, student_nb, write_c
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(MISSING), reason=str(MISSING)),
               pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")]
 
+# each Manual Grading page as the instructor saw it (kept for a person to look at; git-ignored)
+ARTIFACTS = Path(__file__).resolve().parent.parent / "artifacts" / "formgrader"
 Q1, Q2, REFLECTION = "t3units_q1_answer", "t3units_q2_answer", "t3units_q2_reflection"
 RIGHT = {Q1: "from course_lib import Q_\nq1_time = Q_(7.36, 'ms')\nq1_regime = 'memory-bound'",
          Q2: "q2_bytes = Q_(16, 'GB')", REFLECTION: "Datasheets count bytes in powers of ten."}
@@ -90,8 +92,13 @@ WRITTEN = ("Powers of ten. [click me](&#106;avascript:fetch('/pwned-md-link')) "
            "<img src=x onerror=\"console.log('PWNED-written')\"> "
            "<math><mi xlink:href=\"javascript:alert(3)\" href=\"javascript:alert(4)\">m</mi></math> "
            "$\\href{javascript:alert(5)}{tex}$ <svg><a href=\"javascript:alert(6)\"><text>svg</text></a></svg> "
-           "<details open ontoggle=\"fetch('/pwned-toggle')\"><summary>s</summary>d</details>")
+           "<details open ontoggle=\"fetch('/pwned-toggle')\"><summary>s</summary>d</details> "
+           "[my notes](notes.html) ![figure](figure.svg)")
 
+STUDENT_FILES = {
+    "notes.html": "<html><head><script>fetch('/pwned-file-html')</script></head><body onload=\"alert(1)\">n</body></html>",
+    "figure.svg": '<svg xmlns="http://www.w3.org/2000/svg" onload="fetch(\'/pwned-file-svg\')"><script>alert(2)</script></svg>',
+}
 STUDENTS = {
     "honest": {"answers": RIGHT, "explore": HONEST_PICTURE},
     "imgmeta": {"answers": RIGHT, "explore": IMAGE_METADATA},
@@ -134,6 +141,10 @@ def graded(tmp_path_factory):
     src = write_class(base / "in", course, "t3", nbs)
     common = ["--root", c.root, "--source", c.source, "--release-dir", c.release]
     run_cli("collect", "t3", src, *common)
+    # files handed in beside the notebook (by the exchange or by hand: collect takes notebooks
+    # only), which the Formgrader serves from the autograded folder, and the answer links to
+    for name, data in STUDENT_FILES.items():
+        (c.submitted / "written" / "t3" / name).write_text(data)
     # sandboxed where bubblewrap works (CI): the pages are the subject here, not the sandbox
     g = run_cli("grade", "t3", *common, *FAST, "-j", "2", *([] if SANDBOX else ["--no-sandbox"]),
                 check=False, timeout=1200)
@@ -256,26 +267,35 @@ def test_manual_grading_of_a_hostile_submission_runs_nothing_and_shows_its_hones
     # its policy: only the Formgrader's own scripts
     csp = response.header_values("content-security-policy")
     assert any("script-src 'self'" in v and "object-src 'none'" in v for v in csp), csp
-    # click every link and summary of the notebook: a javascript: link left behind would run now
-    for link in page.locator("#notebook-container a, #notebook-container summary").all():
-        with contextlib.suppress(Exception):
-            link.click(timeout=1000, no_wait_after=True)
-    page.wait_for_timeout(500)
-    assert _payload_traces(session["seen"]) == []
-    assert page.evaluate("typeof window.PWNED") == "undefined"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"manual-grading-{student}.png"), full_page=True)
     text = page.inner_text("#notebook-container")
     # the honest parts: the answers' code, their outputs, the written answer's text, the grading controls
-    assert "q1_regime = 'memory-bound'" in text and "HONEST-OUTPUT" in text or student == "written"
+    assert "q1_regime = 'memory-bound'" in text and ("HONEST-OUTPUT" in text or student == "written")
     assert page.locator("input.score").count() >= 1
     if student == "written":
         assert "Powers of ten." in text
     links = page.eval_on_selector_all("#notebook-container a[href]", "els => els.map(e => e.href)")
     assert not [h for h in links if h.lower().startswith(("javascript:", "data:"))], links
+    # click every link and summary of the notebook: a javascript: link left behind would run now,
+    # a link to a file the student handed in opens it (sandboxed by the policy)
+    url = page.url
+    for i in range(page.locator("#notebook-container a, #notebook-container summary").count()):
+        with contextlib.suppress(Exception):
+            page.locator("#notebook-container a, #notebook-container summary").nth(i).click(timeout=1000)
+            page.wait_for_timeout(300)
+        if page.url != url:
+            page.goto(url)
+    page.wait_for_timeout(500)
+    assert _payload_traces(session["seen"]) == []
+    assert page.evaluate("typeof window.PWNED") == "undefined"
 
 
 def test_the_honest_submission_shows_its_picture_at_its_width(session):
     _visit(session, f"/formgrader/submissions/{session['ids']['honest']}")
     page = session["page"]
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "manual-grading-honest.png"), full_page=True)
     assert _payload_traces(session["seen"]) == []
     img = page.locator(".output_png img").first
     assert img.get_attribute("width") == "200"
@@ -292,13 +312,33 @@ def test_a_name_holding_html_runs_nothing_in_the_formgrader(session):
         assert not seen["dialogs"] and not [u for u in seen["requests"] if "pwned" in u], (path, seen)
 
 
-def test_the_gradebook_pages_work_under_the_policy(session):
-    """The Formgrader's own scripts still run: the lists fill in from its API."""
-    _visit(session, "/formgrader/gradebook/t3/units", settle_ms=3000)
-    page = session["page"]
-    assert page.locator("text=Submission #").count() + page.locator("td").count() > 0, page.content()[:2000]
-    refused = [m for m in session["seen"]["console"] if "Content Security Policy" in m and "cdnjs" not in m]
+FORMGRADER_PAGES = ("/formgrader", "/formgrader/manage_assignments", "/formgrader/manage_submissions/t3",
+                    "/formgrader/gradebook", "/formgrader/gradebook/t3", "/formgrader/gradebook/t3/units",
+                    "/formgrader/manage_students", "/formgrader/manage_students/honest",
+                    "/formgrader/manage_students/honest/t3")
+
+
+@pytest.mark.parametrize("path", FORMGRADER_PAGES)
+def test_every_formgrader_page_works_under_the_policy(session, path):
+    """The Formgrader's own scripts and handlers all run: nothing of the page is refused, and its
+    tables fill in from its API."""
+    response = _visit(session, path, settle_ms=2000)
+    assert response.status == 200
+    assert response.header_values("content-security-policy")
+    refused = [m for m in session["seen"]["console"] if "Content Security Policy" in m and TEMPLATE_MATHJAX not in m]
     assert refused == []
+    assert session["page"].locator("td").count() > 0, session["page"].content()[:2000]
+
+
+@pytest.mark.parametrize("name", list(STUDENT_FILES))
+def test_a_student_s_file_served_by_the_formgrader_runs_nothing(session, name):
+    """nbgrader serves the files of a submission from its own origin (for a notebook's images):
+    an HTML or SVG file opened there, from a link in the answer or typed, runs nothing."""
+    response = _visit(session, f"/formgrader/submissions/{session['ids']['written']}/{name}")
+    assert response.status == 200 and "sandbox" in " ".join(response.header_values("content-security-policy"))
+    seen = session["seen"]
+    assert not seen["dialogs"] and not [u for u in seen["requests"] if "pwned" in u.lower()], seen
+    assert session["page"].evaluate("typeof window.PWNED") == "undefined"
 
 
 @pytest.mark.parametrize("student", list(STUDENTS))
