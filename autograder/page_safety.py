@@ -52,7 +52,6 @@ URL_SCHEMES = {"http", "https", "mailto", "data"}
 _RASTER_DATA_URL = re.compile(r"data:image/(?:png|jpeg|gif|webp);base64,[A-Za-z0-9+/=\s]+", re.I)
 _NUMBER = re.compile(r"\d{1,5}(?:\.\d{1,3})?(?:px|%)?")
 _CLASS = re.compile(r"[A-Za-z0-9_ -]{0,200}")
-_WORD = re.compile(r"[A-Za-z0-9_ ,.-]{0,100}")
 
 # what a page may be shown of an output, by MIME type (anything else is dropped, with a note)
 SHOWN_MIMES = ("text/plain", "text/html", "text/markdown", "text/latex", "image/png", "image/jpeg", "image/gif")
@@ -213,13 +212,11 @@ def sanitize_output(out) -> dict:
             kept["text/html"] = kept.get("text/html") or clean_html(latex_output_to_html(text))
         else:
             kept[mime] = text
-    if "text/html" in data and "text/html" in kept:      # the output's own HTML wins over a derived one
-        kept["text/html"] = clean_html(_text(data["text/html"]) or "")
     if dropped and "text/plain" not in kept:
         kept["text/plain"] = DROPPED_NOTE.format(mime=", ".join(dropped))
     meta = out.get("metadata") if isinstance(out.get("metadata"), dict) else {}
     metadata = {m: _image_metadata(meta.get(m)) for m in IMAGE_MIMES if m in kept and isinstance(meta.get(m), dict)}
-    metadata.update({k: v for k, v in _image_metadata(meta).items()})
+    metadata.update(_image_metadata(meta))
     result = NotebookNode(output_type=kind, data=NotebookNode(kept), metadata=NotebookNode(metadata))
     if kind == "execute_result":
         n = out.get("execution_count")

@@ -165,16 +165,21 @@ class Lab:
         return f"{self.url}/{path}?token={self.token}"
 
     def stop(self):
-        # SIGTERM lets the server shut its kernels down (they run in sessions of their own)
-        with contextlib.suppress(ProcessLookupError):
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
+        stop_server(self.proc)
         self.log.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    """A Jupyter server started in a session of its own, stopped: SIGTERM lets it shut its
+    kernels down (they run in sessions of their own), SIGKILL to the group after 20 s."""
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 @pytest.fixture(scope="module")

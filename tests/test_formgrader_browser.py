@@ -15,7 +15,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
-import signal
 import socket
 import struct
 import subprocess
@@ -29,7 +28,7 @@ import pytest
 
 from autograder.course import Course
 from autograder.grade import cell_scores
-from test_browser import CHROMIUM, MISSING, sync_playwright     # Debian's chromium, or why not (REQUIRE_BROWSER_TESTS)
+from test_browser import CHROMIUM, MISSING, stop_server, sync_playwright     # Debian's chromium, or why not (REQUIRE_BROWSER_TESTS)
 from tiny_course import FAST, SANDBOX, make_course, run_cli, student_nb, write_class
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(MISSING), reason=str(MISSING)),
@@ -193,13 +192,7 @@ class Formgrader:
             time.sleep(0.2)
 
     def stop(self):
-        with contextlib.suppress(ProcessLookupError):
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
+        stop_server(self.proc)
         self.log.close()
 
 
