@@ -28,3 +28,9 @@ c.OverwriteCells.add_missing_cells = True
 from autograder.feedback import configure_nbgrader_feedback  # noqa: E402
 
 configure_nbgrader_feedback(c)
+# A declared question's check cells (given, form check, hidden test, verify) are not in the
+# source notebooks: nbgrader's generate_assignment writes them from the question's declaration
+# in course_lib.questions (autograder/authoring.py), as its InstantiateTests does for AUTOTEST.
+from autograder.authoring import configure as configure_question_cells  # noqa: E402
+
+configure_question_cells(c)

@@ -236,9 +236,9 @@ class AnswerCell:
 
 
 def answer_cells(notebook_path: Path) -> list[AnswerCell]:
-    import nbformat
+    from .authoring import read_source
 
-    nb = nbformat.read(str(notebook_path), as_version=4)
+    nb = read_source(notebook_path)
     name = notebook_path.stem
     tests: dict[str, list] = {}
     hidden: dict[str, list] = {}

@@ -58,6 +58,7 @@ from .release import ensure_tools_on_path
 from .safefiles import read_regular
 from .outputs import cap_outputs, cap_total_outputs
 from .page_safety import SanitizeForPage, sanitize_notebook
+from .authoring import read_source
 
 log = logging.getLogger("autograder")
 MIN_LINE = 12     # shorter hidden lines ("else:", ")") give nothing away and are too common to match
@@ -267,7 +268,7 @@ def source_secrets(course: Course, assignment: str, student: str | None = None) 
                 allowed.append(nbformat.reads(read_regular(p).decode("utf-8-sig"), as_version=4))
             except Exception:
                 pass
-        secrets |= secret_lines(nbformat.read(str(course.source / assignment / f"{nb}.ipynb"), as_version=4), *allowed)
+        secrets |= secret_lines(read_source(course.source / assignment / f"{nb}.ipynb"), *allowed)
     return secrets
 
 

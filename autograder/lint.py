@@ -31,6 +31,7 @@ from pathlib import Path
 import nbformat
 
 from course_lib.exercises.question_ids import (ANY_ID, cell_id, is_question_id, metadata, parse, question_of)
+from .authoring import read_source
 
 MIN_CORRECT_TESTS = 4
 # a heading or a bold lead-in that announces points: "### Q3 · ... (4 points)", "**Discussion (2 points).**"
@@ -238,6 +239,6 @@ def lint(source: Path, assignments: list[str] | None = None) -> list[str]:
     problems = []
     for a in assignments or known:
         for path in sorted((source / a).glob("*.ipynb")):
-            nb = nbformat.read(str(path), as_version=4)
+            nb = read_source(path)
             problems += lint_notebook(nb, f"{a}/{path.name}")
     return problems

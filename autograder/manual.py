@@ -26,6 +26,7 @@ from course_lib.exercises.question_ids import cell_id, is_manually_graded, point
 
 from .course import Course
 from . import csvsafe
+from .authoring import read_source
 
 FIELDS = ["student_id", "notebook", "grade_id", "max_points", "points", "comment", "answer"]
 
@@ -43,7 +44,7 @@ def manual_cells(course: Course, assignment: str) -> dict[str, dict[str, float]]
     """{notebook: {grade_id: max points}} of the cells graded by hand (grade and solution/task)."""
     out = {}
     for nb in course.notebooks(assignment):
-        book = nbformat.read(str(course.source / assignment / f"{nb}.ipynb"), as_version=4)
+        book = read_source(course.source / assignment / f"{nb}.ipynb")
         out[nb] = {cell_id(c): points(c) for c in book.cells if is_manually_graded(c)}
     return out
 

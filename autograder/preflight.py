@@ -21,6 +21,7 @@ from .course import Course, source_extras, template_gradebook, tree_hash
 from .sandbox import Limits, grader_package, missing_packages, package_dirs
 from .status import write_json
 from . import verify
+from .authoring import read_source
 
 MIN_CELL_TIMEOUT = 10            # seconds: the floor of a derived per-cell limit
 CELL_TIMEOUT_FACTOR = 20         # x the solution's time for that cell
@@ -146,7 +147,7 @@ def run_preflight(course: Course, assignment: str, run: Path, plan: dict, job_ba
 def _manual_cells(course: Course, assignment: str, nb: str) -> set:
     import nbformat
 
-    book = nbformat.read(str(course.source / assignment / f"{nb}.ipynb"), as_version=4)
+    book = read_source(course.source / assignment / f"{nb}.ipynb")
     return {cell_id(c) for c in book.cells if is_graded(c) and is_solution(c)}
 
 

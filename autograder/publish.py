@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .course import HIDDEN_BEGIN, HIDDEN_END
+from .authoring import read_source
 
 #: what the student repository holds from the instructor's checkout (folders and files)
 COPIED = ("course_lib", "environment.yml", "postBuild", "deploy/student-jupyter")
@@ -107,7 +108,7 @@ def secret_lines(source: Path, release: Path) -> set[str]:
                       for c in nbformat.read(str(public), as_version=4).cells)
     secrets = set()
     for src in sorted(Path(source).glob("*/*.ipynb")):
-        nb = nbformat.read(str(src), as_version=4)
+        nb = read_source(src)
         for cell in nb.cells:
             inside = False
             for line in cell.source.splitlines():

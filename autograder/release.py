@@ -93,6 +93,10 @@ def nbgrader_config(root: Path, source="source", release="release", db: Path | N
     # a submission that deletes a test cell is graded by the original test, put back
     c.OverwriteCells.add_missing_cells = True
     c.Exchange.root = str(Path(root) / "exchange")
+    # a declared question's form check, hidden test, verify and given cells are generated
+    from .authoring import configure
+
+    configure(c)
     return c
 
 

@@ -28,6 +28,7 @@ from course_lib.exercises.question_ids import metadata, question_of
 
 from .course import HIDDEN_BEGIN
 from .release import SOURCE
+from .authoring import read_source
 
 #: every kind of student make_class knows, in a default class
 KINDS = ("correct", "wrong", "blank", "syntax_error", "infinite_loop", "memory_bomb", "stubborn_loop",
@@ -67,7 +68,7 @@ class NotebookParts:
 
 def notebook_parts(release_nb: Path, solution_nb: Path) -> NotebookParts:
     rel = nbformat.read(str(release_nb), as_version=4)
-    sol = nbformat.read(str(solution_nb), as_version=4)
+    sol = read_source(solution_nb)
     sols = {_meta(c).get("grade_id"): solution_source(c.source) for c in sol.cells
             if c.cell_type == "code" and _meta(c).get("solution") and not _meta(c).get("grade")}
     hidden = {_meta(c).get("grade_id") for c in sol.cells if c.cell_type == "code" and HIDDEN_BEGIN in c.source}

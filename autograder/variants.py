@@ -17,6 +17,7 @@ from pathlib import Path
 from course_lib.questions import variants as V
 
 from .course import Course
+from .authoring import read_source
 
 SECRET_ENV = "AUTOGRADER_VARIANT_SECRET"
 
@@ -72,7 +73,7 @@ def questions(course: Course, assignment: str) -> list[str]:
 
     out = []
     for nb in course.notebooks(assignment):
-        book = nbformat.read(str(course.source / assignment / f"{nb}.ipynb"), as_version=4)
+        book = read_source(course.source / assignment / f"{nb}.ipynb")
         for cell in book.cells:
             gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
             qid = gid.rsplit("_", 1)[0] if gid.endswith(("_prediction", "_answer")) else None

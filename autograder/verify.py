@@ -34,6 +34,7 @@ from course_lib.question_ids import metadata, question_of, role_of
 
 from .course import HIDDEN_BEGIN, assigned_names
 from . import verifier_program
+from .authoring import read_source
 
 #: a test cell that takes longer than this in the clean process has a problem of its own
 VERIFY_TIMEOUT_PER_TEST = 30
@@ -123,7 +124,7 @@ _meta = metadata       # a cell's nbgrader metadata (course_lib.question_ids)
 def test_cells(source_nb: Path, nb=None) -> list[TestCell]:
     """The autograded test cells of a source notebook (read from `source_nb` unless `nb` is
     given), each with the answer cell every name it reads comes from."""
-    nb = nb if nb is not None else nbformat.read(str(source_nb), as_version=4)
+    nb = nb if nb is not None else read_source(source_nb)
     assigned_by: dict[str, str] = {}        # name -> the last answer cell so far that assigns it
     out = []
     for cell in nb.cells:

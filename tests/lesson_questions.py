@@ -20,6 +20,7 @@ import nbformat
 from autograder.course import assigned_names
 from autograder.verify import free_names  # noqa: F401  (for the tests: the grader's own)
 from course_lib.exercises.question_ids import cell_id, metadata, question_of
+from autograder.authoring import read_source
 
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = sorted((REPO / "solutions").glob("*/*.ipynb"))
@@ -43,7 +44,7 @@ class Lesson:
     def __init__(self, path: Path):
         self.path = Path(path)
         self.name = self.path.parent.name
-        self.nb = nbformat.read(self.path, as_version=4)
+        self.nb = read_source(self.path)
         self.questions: dict[str, Question] = {}
         for cell in self.nb.cells:
             m = metadata(cell)

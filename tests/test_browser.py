@@ -39,6 +39,7 @@ import pytest
 from axe_check import axe_violations, describe
 from autograder.course import assigned_names
 from course_lib.exercises.question_ids import cell_id, is_solution
+from autograder.authoring import read_source
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*/*.ipynb"))
@@ -281,7 +282,7 @@ def answers_from_solutions(path: Path) -> dict[str, str]:
     """grade_id -> the solution's answer, as a student would type it (no BEGIN/END markers):
     every answer cell, code and written (a written answer is also a manually graded cell)."""
     source = REPO / "solutions" / path.relative_to(REPO / "notebooks")
-    nb = nbformat.read(source, as_version=4)
+    nb = read_source(source)
     return {grade_id(c): "\n".join(line for line in c.source.splitlines()
                                    if not re.search(r"#+\s*(BEGIN|END) SOLUTION", line))
             for c in nb.cells

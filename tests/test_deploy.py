@@ -36,6 +36,7 @@ INSTRUCTOR_PLUGINS = ("@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-
 ENABLED_SERVER_EXTENSIONS = """
 from jupyter_core.paths import jupyter_config_path
 from jupyter_server.extension.config import ExtensionConfigManager
+from autograder.authoring import read_source
 on = ExtensionConfigManager(read_config_path=jupyter_config_path()).get_jpserver_extensions()
 print(sorted(name for name, enabled in on.items() if enabled))
 """
@@ -108,7 +109,7 @@ def private_lines() -> dict[str, list[str]]:
                       for c in nbformat.read(str(nb), as_version=4).cells)
     for src in sorted(SOLUTIONS.glob("*/*.ipynb")):
         lines = set()
-        for cell in nbformat.read(str(src), as_version=4).cells:
+        for cell in read_source(src).cells:
             for begin, end in (("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"),
                                ("### BEGIN SOLUTION", "### END SOLUTION")):
                 lines |= {l.strip() for l in block_lines(cell.source, begin, end)}

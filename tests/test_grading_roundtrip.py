@@ -27,6 +27,7 @@ import nbformat
 import pytest
 
 from course_lib.exercises.question_ids import metadata as meta
+from autograder.authoring import read_source
 
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
@@ -136,7 +137,7 @@ def graded(tmp_path_factory):
         source_path = next((root / "source" / a).glob("*.ipynb"))
         release_path = root / "release" / a / source_path.name
         release = nbformat.read(release_path, as_version=4)
-        submissions = {"solution": nbformat.read(source_path, as_version=4), "untouched": release}
+        submissions = {"solution": read_source(source_path), "untouched": release}
         try:
             wrong = load_wrong(a)
         except Exception as e:  # reported by the tests that need it

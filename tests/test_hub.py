@@ -56,6 +56,7 @@ from urllib.parse import urlsplit
 
 import nbformat
 import pytest
+from autograder.authoring import read_source
 
 REPO = Path(__file__).resolve().parent.parent
 KIT = REPO / "deploy" / "jupyterhub"
@@ -136,7 +137,7 @@ def without_markers(source: str) -> str:
 
 def right_answers() -> dict:
     """grade_id -> the instructor's solution (what a student who gets everything right writes)."""
-    nb = nbformat.read(str(next((REPO / "solutions" / ASSIGNMENT).glob("*.ipynb"))), as_version=4)
+    nb = read_source(next((REPO / "solutions" / ASSIGNMENT).glob("*.ipynb")))
     return {meta(c)["grade_id"]: without_markers(c.source) for c in nb.cells if meta(c).get("solution")}
 
 
@@ -147,7 +148,7 @@ def wrong_answers() -> dict:
     spec = importlib.util.spec_from_file_location("wrong_answers", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    nb = nbformat.read(str(next((REPO / "solutions" / ASSIGNMENT).glob("*.ipynb"))), as_version=4)
+    nb = read_source(next((REPO / "solutions" / ASSIGNMENT).glob("*.ipynb")))
     written = {meta(c)["grade_id"]: "More FLOP/s always makes it faster." for c in nb.cells
                if c.cell_type == "markdown" and meta(c).get("solution")}
     return {**written, **module.WRONG}
@@ -159,7 +160,7 @@ def hidden_lines() -> set[str]:
     released = "\n".join(c.source for c in nbformat.read(str(REPO / "notebooks" / ASSIGNMENT / src.name),
                                                            as_version=4).cells)
     out, inside = set(), False
-    for cell in nbformat.read(str(src), as_version=4).cells:
+    for cell in read_source(src).cells:
         for line in cell.source.splitlines():
             if "### BEGIN HIDDEN TESTS" in line:
                 inside = True
@@ -174,7 +175,7 @@ def hidden_lines() -> set[str]:
 def expected_scores(kind: str) -> dict:
     """grade_id -> expected automatic score of every autograded test cell: all points for the right
     answers; for the wrong ones the form tests' points and nothing from the correctness tests."""
-    nb = nbformat.read(str(next((REPO / "solutions" / ASSIGNMENT).glob("*.ipynb"))), as_version=4)
+    nb = read_source(next((REPO / "solutions" / ASSIGNMENT).glob("*.ipynb")))
     out = {}
     for c in nb.cells:
         m = meta(c)
@@ -710,7 +711,7 @@ def flagged_in_gradebook(hub) -> dict:
 
 def reflections() -> dict:
     """grade_id -> points of the assignment's written answers (graded by hand)."""
-    nb = nbformat.read(str(next((REPO / "solutions" / ASSIGNMENT).glob("*.ipynb"))), as_version=4)
+    nb = read_source(next((REPO / "solutions" / ASSIGNMENT).glob("*.ipynb")))
     return {meta(c)["grade_id"]: float(meta(c)["points"]) for c in nb.cells
             if c.cell_type == "markdown" and meta(c).get("grade") and meta(c).get("solution")}
 

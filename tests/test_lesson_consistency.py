@@ -9,13 +9,13 @@ import pytest
 
 from course_lib import Hardware, Models, max_batch_size, serve
 from lesson_questions import REPO, Lesson, run_hidden
+from autograder.authoring import read_source
 
 L3 = REPO / "solutions" / "03_two_phases" / "two_phases.ipynb"
 
 
 def cell_source(path, cell_id: str) -> str:
-    nb = json.loads(path.read_text())
-    return "".join(next(c for c in nb["cells"] if c.get("id") == cell_id)["source"])
+    return next(c for c in read_source(path).cells if c.get("id") == cell_id).source
 
 
 def test_l3_q5_accepts_the_course_convention_of_80_gib():
@@ -61,7 +61,7 @@ def lesson5():
         lesson = Lesson(L5)
         ns = lesson.namespace()
         printed = {}
-        cells = {c.get("id") for c in json.loads(L5.read_text())["cells"]}
+        cells = {c.get("id") for c in read_source(L5).cells}
         for cid in ("mach-q3-verify", "mach-q5-verify", "mach-q6-verify"):
             out = io.StringIO()
             form = cid.replace("-verify", "-form")

@@ -19,6 +19,7 @@ import pytest
 from autograder.cli import main
 from autograder.lint import disagreeing_verifies, lint_notebook, split_blocks
 from course_lib.exercises.question_ids import cell_id
+from autograder.authoring import read_source
 
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
@@ -93,7 +94,7 @@ def test_notebook_executes_cleanly(path, warm_matplotlib, tmp_path):
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
-    nb = nbformat.read(path, as_version=4)
+    nb = read_source(path)
     # run in a copy of the assignment folder: a passing form check writes the prediction
     # record (.predictions.jsonl) beside the notebook, which must not land in solutions/
     work = tmp_path / path.parent.name
@@ -179,7 +180,7 @@ def test_the_shared_header_is_kept_once_and_released_in_every_lesson():
 def test_release_has_no_solutions_or_hidden_tests(path, generated_release):
     _, generated = generated_release
     a = path.parent.name
-    source = nbformat.read(path, as_version=4)
+    source = read_source(path)
     secret, public = set(), set()
     for cell in source.cells:
         inside, outside = split_blocks(cell.source)
@@ -201,7 +202,7 @@ def test_release_has_no_solutions_or_hidden_tests(path, generated_release):
 # ---- 5. the structure grading relies on: python -m autograder lint ---------------------------
 @pytest.mark.parametrize("path", SOURCES, ids=IDS)
 def test_grading_structure(path):
-    problems = lint_notebook(nbformat.read(path, as_version=4), rel(path))
+    problems = lint_notebook(read_source(path), rel(path))
     assert not problems, "\n".join(problems)
 
 

@@ -30,6 +30,7 @@ from autograder.sandbox import probe
 from course_lib.exercises import predictions
 from course_lib.exercises.question_ids import cell_id, is_solution
 from tiny_course import run_cli     # in this process: the process boundary is not what these tests are about
+from autograder.authoring import read_source
 
 REPO = Path(__file__).resolve().parent.parent
 A = "02_memory_wall"
@@ -47,7 +48,7 @@ WRONG_Q1 = ('q1_speedup = 989.4 / 312\n'
 
 
 def solution_answers() -> dict:
-    nb = nbformat.read(REPO / "solutions" / A / f"{NB}.ipynb", as_version=4)
+    nb = read_source(REPO / "solutions" / A / f"{NB}.ipynb")
     return {cell_id(c): "\n".join(
                 l for l in c.source.splitlines() if "### BEGIN SOLUTION" not in l and "### END SOLUTION" not in l)
             for c in nb.cells if is_solution(c) and c.cell_type == "code"}

@@ -21,6 +21,7 @@ from course_lib.exercises.answer_forms import Choice, Number, Ratio, Reason, Reg
 from course_lib.questions import all_questions
 from course_lib.exercises.question_ids import metadata as meta
 from lesson_questions import SOLUTIONS, strip_delimiters
+from autograder.authoring import read_source
 
 QUESTIONS = all_questions()
 DECLARED_PREFIXES = {qid.split("_", 1)[0] for qid in QUESTIONS}
@@ -73,7 +74,7 @@ def test_a_question_declares_what_its_cells_need(qid):
 # ---- the notebooks --------------------------------------------------------------------------------
 CONVERTED = [p for p in SOLUTIONS if p.stem and any(
     meta(c).get("grade_id", "").split("_", 1)[0] in DECLARED_PREFIXES
-    for c in __import__("nbformat").read(p, as_version=4).cells)]
+    for c in read_source(p).cells)]
 ONE_LINER = {
     "form": 'from course_lib.questions import check_form\ncheck_form("{qid}")',
     "correct": 'from course_lib.questions import grade\ngrade("{qid}")',
@@ -91,7 +92,7 @@ def _code(source: str) -> str:
 def test_declared_questions_use_one_line_cells(path):
     import nbformat
 
-    nb = nbformat.read(path, as_version=4)
+    nb = read_source(path)
     seen = {}
     for cell in nb.cells:
         hit = ROLE.match(meta(cell).get("grade_id", ""))
@@ -137,7 +138,7 @@ def _run_lesson(path, printed=None):
     import nbformat
 
     matplotlib.use("Agg")
-    nb = nbformat.read(path, as_version=4)
+    nb = read_source(path)
     ns: dict = {"__name__": "__lesson__"}
     shown: list[str] = []
     for cell in nb.cells:
@@ -211,7 +212,7 @@ def test_printed_numbers_read_as_words_not_python(path):
 def _spaced(path) -> list[str]:
     import nbformat
 
-    ids = {meta(c).get("grade_id", "").rsplit("_", 1)[0] for c in nbformat.read(path, as_version=4).cells}
+    ids = {meta(c).get("grade_id", "").rsplit("_", 1)[0] for c in read_source(path).cells}
     return sorted(q for q in ids & set(QUESTIONS) if QUESTIONS[q].space)
 
 

@@ -29,6 +29,7 @@ from course_lib.exercises.misconceptions import CheckFailed
 from course_lib.questions import all_questions, grade, student_key
 from course_lib.questions import variants as V
 from course_lib.sensitivity import STANDARD, perturb
+from autograder.authoring import read_source
 
 REPO = Path(__file__).resolve().parent.parent
 SECRET = b"a test course secret, 32 bytes.."
@@ -229,7 +230,7 @@ def _run_cells(path, ids, ns) -> str:
     import nbformat
     from lesson_questions import strip_delimiters
 
-    cells = {c.get("id"): c for c in nbformat.read(path, as_version=4).cells}
+    cells = {c.get("id"): c for c in read_source(path).cells}
     out = io.StringIO()
     for cid in ids:
         with contextlib.redirect_stdout(out):
@@ -262,7 +263,7 @@ def test_lesson_4s_givens_are_the_students_own(no_identity, monkeypatch):
     for q in qids:
         assert V.describe(q, mine[q]) in out
     assert f"mean context c = {ns['P']} + {ns['T']}/2" in out and f"fp16 weights, batch {ns['batch']}:" in out
-    _run_cells(REPO / "solutions" / "04_quantization" / "quantization.ipynb", ["quant-q2-answer"], ns)
+    _run_cells(REPO / "solutions" / "04_quantization" / "quantization.ipynb", ["quant-q2-prediction"], ns)
     grade("quant_q2", namespace=ns)
     with pytest.raises(CheckFailed):                      # the lesson's own request is not this student's
         grade("quant_q2", namespace=ns, givens=all_questions()["quant_q2"].givens)
@@ -437,7 +438,7 @@ def _lessons(*prefixes):
     from course_lib.question_ids import metadata
 
     return [p for p in CONVERTED if any(metadata(c).get("grade_id", "").split("_", 1)[0] in prefixes
-                                        for c in nbformat.read(p, as_version=4).cells)]
+                                        for c in read_source(p).cells)]
 
 
 @pytest.mark.parametrize("student", ["student001", "student002"])

@@ -45,6 +45,9 @@ RULES = {
     "by-hand": "worked by hand: graded on the answer you commit before its verify cell shows the truth",
 }
 
+#: the points of a question's form check (visible) and hidden test, unless its declaration says otherwise
+POINTS = {"form": 1, "correct": 2}
+
 #: grade_id prefix -> the module of course_lib.questions that declares the lesson's questions
 LESSON_MODULES = {"hello": "hello", "wall": "wall", "phases": "phases", "quant": "quant", "mach": "mach"}
 
@@ -88,6 +91,10 @@ class Question:
     assumes: Callable[..., str | None] | None = None   # givens -> a violated assumption, or None
     group: str = ""                      # questions on one set of givens (one request): drawn together
     measured: bool = False               # its truth needs this machine's measurement: `assumes` admits
+    points: dict = field(default_factory=lambda: dict(POINTS))   # its form check's and hidden test's points
+    reflection: float = 0                # its written reflection's points (graded by hand); 0: none
+    same_for_everyone: str = ""          # why it has no variants (lessons that draw them say why not)
+    min_variants: int = 4                # 200 students draw at least this many of its variants
 
     @property
     def answer_names(self) -> list[str]:
@@ -113,7 +120,8 @@ REGISTRY: dict[str, Question] = {}
 
 def question(qid: str, *, rule: str, specs: dict, givens: dict | None = None, space: dict | None = None,
              labels: dict | None = None, assumes: Callable[..., str | None] | None = None,
-             group: str = "", measured: bool = False):
+             group: str = "", measured: bool = False, points: dict | None = None, reflection: float = 0,
+             same_for_everyone: str = "", min_variants: int = 4):
     """Declare a graded question (a decorator for its solver). `givens` are the canonical
     parameters (the lesson's own numbers); `space` the values each may take in a student's
     variant (course_lib.questions.variants), the canonical ones among them; `labels` how a given
@@ -121,7 +129,13 @@ def question(qid: str, *, rule: str, specs: dict, givens: dict | None = None, sp
     a variant would break (e.g. "the batch does not fit"), or None. Questions with the same
     `group` (and the same space) are asked on one draw: a student gets one request for all of
     them. `measured`: the truth needs this machine's measurement, so a variant is admitted by
-    `assumes` alone (which must not measure: every machine must draw the same variants)."""
+    `assumes` alone (which must not measure: every machine must draw the same variants).
+
+    The notebook's cells for the question are generated from this (autograder.authoring):
+    `points` of its form check and hidden test (default POINTS), `reflection` the points of its
+    written reflection (0: it has none). `same_for_everyone` says why a question of a lesson with
+    variants has none; `min_variants` lowers the number of variants 200 students must draw
+    (python -m autograder lint checks both; say why in a comment)."""
     if rule not in RULES:
         raise ValueError(f"rule must be one of {sorted(RULES)}, got {rule!r}")
     if not specs or not all(isinstance(s, Spec) for s in specs.values()):
@@ -135,9 +149,16 @@ def question(qid: str, *, rule: str, specs: dict, givens: dict | None = None, sp
         if (givens or {})[name] not in values:
             raise ValueError(f"{qid}: the canonical {name}={givens[name]!r} is not in its space {values}")
 
+    points = {**POINTS, **(points or {})}
+    if set(points) != set(POINTS) or not all(isinstance(v, (int, float)) and v > 0 for v in points.values()):
+        raise ValueError(f"{qid}: points gives the form check's and the hidden test's points, such as {POINTS}; "
+                         f"got {points}")
+    if not isinstance(reflection, (int, float)) or reflection < 0:
+        raise ValueError(f"{qid}: reflection is its written reflection's points (0 for none), got {reflection!r}")
+
     def register(solve):
         REGISTRY[qid] = Question(qid, rule, dict(specs), solve, dict(givens or {}), space, dict(labels or {}),
-                                 assumes, group, measured)
+                                 assumes, group, measured, points, reflection, same_for_everyone, min_variants)
         return solve
 
     return register

@@ -121,7 +121,7 @@ Q3_SIZES = (16, 64, 128, 256, 1024)
 Q3_K = 4096            # the weight matrix's inner dimension (a variant changes the chip and N)
 
 
-@question("hello_q3", rule="prediction",
+@question("hello_q3", rule="prediction", reflection=1,
           specs={"q3_prediction": Choice(*Q3_SIZES), "q3_reasoning": Reason()},
           givens={"chip": CHIP, "n": 4096, "k": Q3_K},
           space={"chip": ["A100", "H100", "B200", "L4"], "n": [4096, 8192]},
@@ -175,7 +175,7 @@ def _weights_only_trap(chip, batch):
     return None
 
 
-@question("hello_q4", rule="prediction", specs={"q4_prediction": Regime(), "q4_reasoning": Reason()},
+@question("hello_q4", rule="prediction", reflection=1, specs={"q4_prediction": Regime(), "q4_reasoning": Reason()},
           givens={"chip": CHIP, "batch": 1},
           space={"chip": list(CHIPS), "batch": [1, 2]},
           labels={"chip": chip_words, "batch": "batch {value}"},
@@ -244,7 +244,8 @@ def q5(chip, batch):
 
 
 # ---- Q6 -----------------------------------------------------------------------------------------
-@question("hello_q6", rule="prediction",
+@question("hello_q6", rule="prediction", reflection=1,
+          min_variants=3,     # F / S_act changes with the element size only: fp32, fp16, int8
           specs={"q6_limit": Number("FLOP/byte", rel_tol=0.02), "q6_reasoning": Reason()},
           givens={"precision": "fp16"},
           space={"precision": ["fp16", "fp32", "int8"]},    # the element sizes a CNN engine runs (int8 too)
@@ -284,7 +285,7 @@ def q6(precision):
 
 
 # ---- Q7 -----------------------------------------------------------------------------------------
-@question("hello_q7", rule="prediction", specs={"q7_prediction": Regime(), "q7_reasoning": Reason()},
+@question("hello_q7", rule="prediction", reflection=1, specs={"q7_prediction": Regime(), "q7_reasoning": Reason()},
           givens={"chip": "H100", "batch": 1024},
           space={"chip": ["H100", "H200", "B200", "MI300X"], "batch": [256, 1024, 4096]},   # chips faster than the A100
           labels={"chip": chip_words, "batch": "batch {value}"})
@@ -318,7 +319,7 @@ def q7(chip, batch):
 Q8_LAYERS = ("conv1", "layer1.0.conv2", "layer4.0.conv2", "fc")
 
 
-@question("hello_q8", rule="prediction",
+@question("hello_q8", rule="prediction", reflection=1,
           specs={"q8_prediction": Choice(*Q8_LAYERS), "q8_reasoning": Reason()},
           givens={"chip": CHIP}, space={"chip": list(CHIPS)}, labels={"chip": chip_words})
 def q8(chip):

@@ -106,7 +106,7 @@ def q2(mm_n):
 
 
 # ---- Q3 -----------------------------------------------------------------------------------------
-@question("mach_q3", rule="prediction",
+@question("mach_q3", rule="prediction", reflection=1,
           specs={"q3_dot_regime": Regime(), "q3_matmul_regime": Regime(), "q3_reasoning": Reason()})
 def q3():
     from .. import solve
@@ -151,7 +151,7 @@ def q3():
 SIZES = {"q4_small_level": ("16 KiB", 16 * 1024), "q4_large_level": ("1 GiB", 2**30)}
 
 
-@question("mach_q4", rule="prediction",
+@question("mach_q4", rule="prediction", reflection=1,
           specs={"q4_small_level": Choice(*LEVELS), "q4_large_level": Choice(*LEVELS),
                  "q4_reasoning": Reason()})
 def q4():
@@ -199,7 +199,7 @@ def _ridge_below_the_a100s(chip):
                                        f"({a100:.0f}): the margin over every CPU is not the lesson's")
 
 
-@question("mach_q6", rule="prediction",
+@question("mach_q6", rule="prediction", reflection=1,
           specs={"q6_higher_ridge": Choice(*Q6_CHIPS, "this machine"), "q6_reasoning": Reason()},
           givens={"chip": "A100"}, space={"chip": Q6_CHIPS}, labels={"chip": "the GPU {value}"},
           assumes=_ridge_below_the_a100s, measured=True)

@@ -31,7 +31,7 @@ def _does_not_fit(context, batch, chip=CHIP):
 
 
 # ---- Q1 -----------------------------------------------------------------------------------------
-@question("phases_q1", rule="prediction",
+@question("phases_q1", rule="prediction", reflection=1,
           specs={"q1_prefill": Regime(), "q1_decode": Regime(), "q1_reasoning": Reason()},
           givens={"prompt": 2048, "output": 128})
 def q1(prompt, output):
@@ -65,7 +65,7 @@ def q1(prompt, output):
 
 
 # ---- Q2 -----------------------------------------------------------------------------------------
-@question("phases_q2", rule="prediction",
+@question("phases_q2", rule="prediction", reflection=1,
           specs={"q2_prediction": Ratio(rel_tol=0.05), "q2_reasoning": Reason()},
           givens={"short": 1024, "long": 8192},
           space={"short": [512, 1024, 2048], "long": [6144, 8192]},
@@ -106,7 +106,7 @@ def q2(short, long):
 
 
 # ---- Q3 -----------------------------------------------------------------------------------------
-@question("phases_q3", rule="prediction",
+@question("phases_q3", rule="prediction", reflection=1,
           specs={"q3_prediction": Ratio(rel_tol=0.15), "q3_reasoning": Reason()},
           givens={"prompt": 1024, "output": 128, "batch": 64},
           space={"prompt": [512, 1024, 2048], "batch": [32, 64, 128]},
@@ -226,7 +226,7 @@ def q5(context):
 
 
 # ---- Q6 -----------------------------------------------------------------------------------------
-@question("phases_q6", rule="prediction",
+@question("phases_q6", rule="prediction", reflection=1,
           specs={"q6_prediction": Ratio(rel_tol=0.08), "q6_reasoning": Reason()},
           givens={"chip": "L4"})
 def q6(chip):
@@ -268,7 +268,7 @@ def q6(chip):
 WORKLOADS = {"q7_chatbot": (200, 400), "q7_summarizer": (8000, 100), "q7_classifier": (8000, 2)}
 
 
-@question("phases_q7", rule="prediction",
+@question("phases_q7", rule="prediction", reflection=1,
           specs={"q7_chatbot": Choice("prefill", "decode"), "q7_summarizer": Choice("prefill", "decode"),
                  "q7_classifier": Choice("prefill", "decode"), "q7_reasoning": Reason()})
 def q7():
@@ -302,7 +302,7 @@ def q7():
 
 
 # ---- Q8 -----------------------------------------------------------------------------------------
-@question("phases_q8", rule="prediction",
+@question("phases_q8", rule="prediction", reflection=1,
           specs={"q8_short": Regime(), "q8_long": Regime(), "q8_reasoning": Reason()},
           givens={"batch": 1024})
 def q8(batch):

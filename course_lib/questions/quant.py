@@ -64,7 +64,7 @@ def _mean_step_note(runs: dict, request: dict, batch: int) -> None:
 
 
 # ---- Q1 -----------------------------------------------------------------------------------------
-@question("quant_q1", rule="prediction", specs={"q1_prediction": Regime(), "q1_reasoning": Reason()},
+@question("quant_q1", rule="prediction", reflection=1, specs={"q1_prediction": Regime(), "q1_reasoning": Reason()},
           givens={"prompt": LONG["prompt_tokens"], "output": LONG["output_tokens"]},
           space=REQUEST_SPACE, labels=REQUEST_LABELS, group="quant_request")
 def q1(prompt, output):
@@ -89,7 +89,7 @@ def q1(prompt, output):
 
 
 # ---- Q2 -----------------------------------------------------------------------------------------
-@question("quant_q2", rule="by-hand",
+@question("quant_q2", rule="by-hand", reflection=1,
           specs={"q2_int8_speedup": Ratio(rel_tol=0.02), "q2_int4_speedup": Ratio(rel_tol=0.02)},
           givens={"prompt": LONG["prompt_tokens"], "output": LONG["output_tokens"]},
           space=REQUEST_SPACE, labels=REQUEST_LABELS, group="quant_request")
@@ -136,7 +136,7 @@ Q3_CASES = {"fp16": {}, "int8 weights only": {"weight_precision": "int8"}, "W8A8
 
 
 # q3_w8a8_speedup within 2%: decode's W8A8 speedup (other-phase) sits a few percent above the truth
-@question("quant_q3", rule="prediction",
+@question("quant_q3", rule="prediction", reflection=1,
           specs={"q3_weight_only_speedup": Ratio(rel_tol=0.05), "q3_w8a8_speedup": Ratio(rel_tol=0.02),
                  "q3_reasoning": Reason()},
           givens={"prompt": LONG["prompt_tokens"], "output": LONG["output_tokens"]},
@@ -218,7 +218,7 @@ def q4(context, chip):
 
 
 # ---- Q5 -----------------------------------------------------------------------------------------
-@question("quant_q5", rule="prediction", specs={"q5_prediction": Regime(), "q5_reasoning": Reason()},
+@question("quant_q5", rule="prediction", reflection=1, specs={"q5_prediction": Regime(), "q5_reasoning": Reason()},
           givens={"batch": 192}, space={"batch": [128, 160, 176, 192, 208, 224]},
           labels={"batch": "batch {value} short requests"},
           assumes=lambda batch: (None if _fp16_regime(batch) == "memory-bound" else
@@ -255,7 +255,7 @@ def q5(batch):
 Q6_CASES = {"fp16": {}, "int4 weights": {"weight_precision": "int4"}, "W8A8": {"precision": "int8"}}
 
 
-@question("quant_q6", rule="prediction", specs={"q6_prediction": Ratio(rel_tol=0.05), "q6_reasoning": Reason()},
+@question("quant_q6", rule="prediction", reflection=1, specs={"q6_prediction": Ratio(rel_tol=0.05), "q6_reasoning": Reason()},
           givens={"batch": 512}, space={"batch": [320, 384, 512, 640, 768, 1024]},
           labels={"batch": "batch {value} short requests"},
           assumes=lambda batch: (None if _fp16_regime(batch) == "compute-bound" else

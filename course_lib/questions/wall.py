@@ -37,7 +37,7 @@ def _weights_do_not_fit(model, chip):
 
 
 # ---- Q1 -----------------------------------------------------------------------------------------
-@question("wall_q1", rule="prediction",
+@question("wall_q1", rule="prediction", reflection=1,
           specs={"q1_speedup": Ratio(rel_tol=0.03), "q1_reasoning": Reason()},
           givens={"old": OLD, "new": NEW},
           space={"old": ["A100", "V100", "A100_40GB"], "new": ["H100", "H200", "B200", "MI300X"]},
@@ -127,6 +127,8 @@ def _estimate(m, hw):
 # estimate ridge / I(1) depends on nothing else the lesson sets (I(1) is about 1 FLOP/byte for any
 # fp16 decoder), so another model or batch would ask the same numbers.
 @question("wall_q3", rule="by-hand",
+          same_for_everyone="its answer variables are named for the A100 and the H100, and ridge / I(1) "
+                            "depends on nothing else",
           specs={"q3_crossover_a100": Number(rel_tol=0.03), "q3_crossover_h100": Number(rel_tol=0.03)})
 def q3():
     from .. import solve
@@ -168,7 +170,8 @@ def _shared_and_own(m, hw):
 
 # No space: conceptual. The answer ("above": each sequence's own bytes make the intensity lag
 # b F / W) holds for every model and chip, so a variant would change no answer, only Q3's numbers.
-@question("wall_q4", rule="prediction",
+@question("wall_q4", rule="prediction", reflection=1,
+          same_for_everyone="conceptual: the exact crossover is above the estimate for every model and chip",
           specs={"q4_prediction": Choice("above", "below"), "q4_reasoning": Reason()})
 def q4():
     from .. import crossover_batch, solve
@@ -224,7 +227,7 @@ def _not_a_clear_generation_step(old, new):
     return None
 
 
-@question("wall_q5", rule="prediction",
+@question("wall_q5", rule="prediction", reflection=1,
           specs={"q5_prediction": Choice("higher", "lower"), "q5_reasoning": Reason()},
           givens={"old": "H100", "new": "H200"},
           # older chips with low and with high ridges, so that "higher" and "lower" are about as common
@@ -287,7 +290,7 @@ def gpt_fast_row(model="Llama2_7B", precision="bf16"):
 GPT_FAST_EMPIRICAL_BANDWIDTH = 1700e9
 
 
-@question("wall_q6", rule="by-hand", specs={"q6_fraction": Ratio(rel_tol=0.03, low=0, high=1)},
+@question("wall_q6", rule="by-hand", reflection=1, specs={"q6_fraction": Ratio(rel_tol=0.03, low=0, high=1)},
           givens={"model": "Llama2_7B", "precision": "bf16"},
           # the single-A100 rows gpt-fast published (int8 and int4: weight-only quantization)
           space={"model": ["Llama2_7B", "Llama2_70B"], "precision": ["bf16", "int8", "int4"]},
@@ -325,7 +328,7 @@ def q6(model, precision):
 
 
 # ---- Q7 -----------------------------------------------------------------------------------------
-@question("wall_q7", rule="prediction",
+@question("wall_q7", rule="prediction", reflection=1,
           specs={"q7_chatbot": Choice(OLD, NEW), "q7_offline": Choice(OLD, NEW), "q7_reasoning": Reason()},
           givens={"chatbot": 1, "offline": 512},
           space={"chatbot": [1, 2, 4, 8], "offline": [512, 1024, 2048]},
