@@ -38,7 +38,8 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from course_lib.exercises.question_ids import ANSWER_ROLES, label
 
 __all__ = ["ExpandQuestions", "expand", "read_source", "generated_text", "question_cells", "cell_id_of",
-           "AuthoringError", "metadata_for", "configure"]
+           "AuthoringError", "metadata_for", "configure",
+           "source_problems", "declaration_problems"]
 
 #: a question's cell, named by its cell id: <prefix>-q<N>[<part>]-<role> (the grade id with hyphens)
 CELL_ID = re.compile(r"^(?P<prefix>[a-z][a-z0-9]*)-(?P<question>q\d+[a-z]?)-(?P<role>[a-z]+)$")
@@ -224,3 +225,114 @@ class ExpandQuestions(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         return expand(nb), resources
+
+
+# ---- what `python -m autograder lint` checks of a source notebook and its declarations ----------
+#: a question named in prose: "Q3", "Q2b" (a word boundary on both sides)
+MENTION = re.compile(r"\bQ(\d+)([a-z]?)\b")
+#: how many students the variant rule draws for, and the key it draws with (any fixed secret:
+#: the rule is about the space, not about one course's students)
+LINT_STUDENTS, LINT_SECRET = 200, b"autograder-lint-variant-rule"
+
+
+def source_problems(nb, where: str = "notebook") -> list[str]:
+    """Problems of a source notebook that expanding would hide or refuse, each with its fix."""
+    problems = []
+    try:
+        cells = question_cells(nb)
+    except AuthoringError as e:
+        return [f"{where}: {e}"]
+    for qid, roles in cells.items():
+        q = _declared(qid)
+        for role, i in roles.items():
+            cell = nb.cells[i]
+            if (cell.get("metadata") or {}).get("nbgrader"):
+                problems.append(f"{where}: cell {cell.get('id')!r} carries nbgrader metadata; a declared question's "
+                                "metadata comes from its declaration: delete the cell's 'nbgrader' metadata")
+            if role in GENERATED_ROLES and cell.source.strip() and cell.source.strip() == generated_text(q, role):
+                problems.append(f"{where}: cell {cell.get('id')!r} is what make release generates: delete it "
+                                "(or leave it empty to place the generated cell there)")
+    try:
+        expand(nb)
+    except AuthoringError as e:
+        problems.append(f"{where}: {e}")
+    return problems
+
+
+def _docstring_ids(module, prefix: str) -> list[str]:
+    head = (module.__doc__ or "").split("\n\n", 1)[0]
+    return re.findall(rf"``({prefix}_q\d+[a-z]?)``", head)
+
+
+def declaration_problems(prefix: str, notebooks: list, where: str) -> list[str]:
+    """Problems of one lesson's declarations (course_lib/questions/<module>.py) against its
+    source notebooks (read, not expanded): every question in a notebook, the docstring's list,
+    the questions the take-aways and the prose name, and the variant rule."""
+    import importlib
+    import json
+
+    from course_lib.questions import lesson_module, lesson_questions
+    from course_lib.questions import variants as V
+
+    module = importlib.import_module(lesson_module(f"{prefix}_q0"))
+    declared = lesson_questions(prefix)
+    ids = [q.id for q in declared]
+    mod = module.__name__.replace(".", "/") + ".py"
+    problems = []
+    present = set()
+    for nb in notebooks:
+        present |= set(question_cells(nb))
+    missing = [q for q in ids if q not in present]
+    if missing:
+        problems.append(f"{where}: {', '.join(missing)} declared in {mod} but no answer cell has its id "
+                        f"(e.g. {cell_id_of(missing[0], 'prediction')!r}): add the cell, or remove the declaration")
+    named = _docstring_ids(module, prefix)
+    if named and (named[0] != ids[0] or named[-1] != ids[-1] or not set(named) <= set(ids)):
+        problems.append(f"{mod}: its docstring lists {named}, the declared questions are {ids}: update the docstring")
+    from course_lib.exercises.question_ids import cell_id, question_of
+
+    written = {question_of(cell_id(c)) for nb in notebooks for c in nb.cells} - {None}   # hand-made questions
+    numbers = {label(q).lower() for q in (*ids, *present, *written)}
+    texts = [("TAKEAWAYS", getattr(module, "TAKEAWAYS", ""))] + [
+        (f"markdown cell {c.get('id')!r}", c.source) for nb in notebooks for c in nb.cells if c.cell_type == "markdown"]
+    for name, text in texts:
+        unknown = sorted({m.group(0) for m in MENTION.finditer(text) if m.group(0).lower() not in numbers})
+        if unknown:
+            problems.append(f"{where}: {name} names {', '.join(unknown)}, which this lesson does not ask "
+                            "(renumbered?): update the text")
+    every = getattr(module, "EVERY_QUESTION_VARIES", False)
+    for q in declared:
+        if q.same_for_everyone and q.space:
+            problems.append(f"{mod}: {q.id} has a space and says same_for_everyone: drop one")
+        if every and not q.space and not q.same_for_everyone:
+            problems.append(f"{mod}: {q.id} asks everyone the same numbers in a lesson that gives each student "
+                            "their own (EVERY_QUESTION_VARIES): give it a space, or say why in same_for_everyone=")
+        if q.space:
+            drawn = {json.dumps(V.draw(V.student_key(LINT_SECRET, f"s{i}"), q.id), sort_keys=True)
+                     for i in range(LINT_STUDENTS)}
+            if len(drawn) < q.min_variants:
+                problems.append(f"{mod}: {q.id}: {LINT_STUDENTS} students draw {len(drawn)} variant(s), fewer than "
+                                f"{q.min_variants}: widen its space, or lower min_variants= and say why")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    """python -m autograder.authoring SOURCE.ipynb DEST.ipynb: the source notebook with its
+    generated cells (what nbgrader's generate_assignment starts from), to run or read it whole."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print("usage: python -m autograder.authoring SOURCE.ipynb DEST.ipynb", file=sys.stderr)
+        return 2
+    src, dest = Path(args[0]), Path(args[1])
+    if dest.resolve() == src.resolve():
+        print("DEST must not be SOURCE: the source keeps only what a person writes", file=sys.stderr)
+        return 2
+    nbformat.write(read_source(src), str(dest))
+    print(dest)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

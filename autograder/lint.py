@@ -31,7 +31,7 @@ from pathlib import Path
 import nbformat
 
 from course_lib.exercises.question_ids import (ANY_ID, cell_id, is_question_id, metadata, parse, question_of)
-from .authoring import read_source
+from .authoring import AuthoringError, declaration_problems, expand, question_cells, source_problems
 
 MIN_CORRECT_TESTS = 4
 # a heading or a bold lead-in that announces points: "### Q3 · ... (4 points)", "**Discussion (2 points).**"
@@ -237,8 +237,21 @@ def lint(source: Path, assignments: list[str] | None = None) -> list[str]:
     if unknown:
         raise SystemExit(f"unknown assignment(s) {', '.join(unknown)}; the assignments are: {', '.join(known)}")
     problems = []
+    lessons: dict[str, list] = {}          # question prefix -> (source notebooks, where)
     for a in assignments or known:
         for path in sorted((source / a).glob("*.ipynb")):
-            nb = read_source(path)
-            problems += lint_notebook(nb, f"{a}/{path.name}")
+            where = f"{a}/{path.name}"
+            raw = nbformat.read(str(path), as_version=4)
+            authoring = source_problems(raw, where)
+            problems += authoring
+            if not authoring:
+                problems += lint_notebook(expand(raw), where)
+            try:
+                prefixes = sorted({q.split("_", 1)[0] for q in question_cells(raw)})
+            except AuthoringError:             # two cells with one id: said above
+                prefixes = []
+            for prefix in prefixes:
+                lessons.setdefault(prefix, ([], where))[0].append(raw)
+    for prefix, (notebooks, where) in sorted(lessons.items()):
+        problems += declaration_problems(prefix, notebooks, where)
     return problems

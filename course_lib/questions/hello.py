@@ -11,6 +11,10 @@ from ..answer_forms import Choice, Number, Reason, Regime
 from ..formatting import fmt_batch
 from .core import Solution, Truth, question
 
+#: every question gives each student their own numbers, or says why not (same_for_everyone=);
+#: python -m autograder lint checks it
+EVERY_QUESTION_VARIES = True
+
 CHIP, MODEL = "A100", "ResNet50"
 
 

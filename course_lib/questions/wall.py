@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from ..answer_forms import Choice, Number, Ratio, Reason
 from .core import Solution, Truth, question
+
+#: every question gives each student their own numbers, or says why not (same_for_everyone=);
+#: python -m autograder lint checks it
+EVERY_QUESTION_VARIES = True
 from .hello import chip_words
 
 MODEL, OLD, NEW = "Llama3_8B", "A100", "H100"
