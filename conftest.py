@@ -27,6 +27,7 @@ SLOW_FILES = {
     "test_prediction_rules.py": "runs kernels and grades the prediction rules end to end",
     "test_prediction_limits.py": "grades a class with tens of MB of hostile prediction records end to end",
     "test_variants_class.py": "grades a class with per-student variants end to end",
+    "test_add_question.py": "adds a question to a copy of the course, releases it and grades it with nbgrader",
 }
 #: single tests of otherwise fast files: file -> test function names
 SLOW_TESTS = {

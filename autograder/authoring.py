@@ -45,6 +45,9 @@ __all__ = ["ExpandQuestions", "expand", "read_source", "generated_text", "questi
 CELL_ID = re.compile(r"^(?P<prefix>[a-z][a-z0-9]*)-(?P<question>q\d+[a-z]?)-(?P<role>[a-z]+)$")
 #: the cells generated for a question, in notebook order (the given one before the answer)
 GENERATED_ROLES = ("given", "form", "correct", "verify")
+#: the roles of a question's cells in a source notebook; a cell id with another role
+#: (wall-q8-heading) is the author's prose, left alone
+ROLES = (*ANSWER_ROLES, "reflection", "data", *GENERATED_ROLES)
 
 
 class AuthoringError(ValueError):
@@ -132,7 +135,7 @@ def question_cells(nb) -> dict[str, dict[str, int]]:
         if not m:
             continue
         qid = f"{m['prefix']}_{m['question']}"
-        if _declared(qid) is None:
+        if m["role"] not in ROLES or _declared(qid) is None:      # wall-q8-heading: prose, the author's
             continue
         roles = found.setdefault(qid, {})
         if m["role"] in roles:
@@ -165,7 +168,7 @@ def expand(nb):
     for cell in nb.cells:
         m = CELL_ID.match(cell.get("id") or "")
         qid = f"{m['prefix']}_{m['question']}" if m else None
-        if qid not in cells:
+        if qid not in cells or m["role"] not in ROLES:
             out.append(cell)
             continue
         q, role = _declared(qid), m["role"]
@@ -183,9 +186,6 @@ def expand(nb):
             cell.metadata["nbgrader"] = metadata_for(q, role)
             out.append(cell)
             continue
-        if role not in ANSWER_ROLES:
-            raise AuthoringError(f"{cell.get('id')!r}: a question's cell has the role {role!r}; the roles a source "
-                                 f"notebook may name are {ANSWER_ROLES + ('reflection', 'data') + GENERATED_ROLES}")
         if cell.cell_type != "code":
             raise AuthoringError(f"{cell.get('id')!r}: an answer cell is a code cell")
         cell.metadata["nbgrader"] = metadata_for(q, role)
@@ -308,8 +308,12 @@ def declaration_problems(prefix: str, notebooks: list, where: str) -> list[str]:
             problems.append(f"{mod}: {q.id} asks everyone the same numbers in a lesson that gives each student "
                             "their own (EVERY_QUESTION_VARIES): give it a space, or say why in same_for_everyone=")
         if q.space:
-            drawn = {json.dumps(V.draw(V.student_key(LINT_SECRET, f"s{i}"), q.id), sort_keys=True)
-                     for i in range(LINT_STUDENTS)}
+            try:
+                drawn = {json.dumps(V.draw(V.student_key(LINT_SECRET, f"s{i}"), q.id), sort_keys=True)
+                         for i in range(LINT_STUDENTS)}
+            except Exception as e:                 # a solver that fails on a variant
+                problems.append(f"{mod}: {q.id}: drawing its variants fails: {type(e).__name__}: {e}")
+                continue
             if len(drawn) < q.min_variants:
                 problems.append(f"{mod}: {q.id}: {LINT_STUDENTS} students draw {len(drawn)} variant(s), fewer than "
                                 f"{q.min_variants}: widen its space, or lower min_variants= and say why")
