@@ -1,5 +1,5 @@
 """The hub's prediction ledger, on the grading side: `grade --ledger PATH_OR_URL` checks each
-notebook's prediction record against what the hub's ledger service (autograder.ledger_service)
+notebook's prediction record against what the hub's ledger service (course_hub.ledger_service)
 received while the student worked.
 
 The record a student hands in is the student's to write: a script the notebook can run can

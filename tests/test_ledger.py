@@ -1,4 +1,4 @@
-"""The hub's prediction ledger without a hub: the service (autograder.ledger_service) behind a
+"""The hub's prediction ledger without a hub: the service (course_hub.ledger_service) behind a
 stand-in for the hub's token check, course_lib posting to it, and the grader's comparison
 (autograder.ledger). The kit's hub runs it for real in tests/test_hub.py."""
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 import requests
 
 from autograder import ledger as G
-from autograder import ledger_service as S
+from course_hub import ledger_service as S
 from autograder.predictions import read_record
 from course_lib import ledger as L
 from course_lib.exercises import predictions as P
@@ -198,7 +198,7 @@ def test_the_service_stops_at_once_on_the_hub_s_signals_even_with_sigint_ignored
     port = _free_port()
     env = {**os.environ, "JUPYTERHUB_SERVICE_URL": f"http://127.0.0.1:{port}", "JUPYTERHUB_API_TOKEN": "unused",
            "JUPYTERHUB_API_URL": "http://127.0.0.1:9/hub/api"}
-    proc = subprocess.Popen([sys.executable, "-m", "autograder.ledger_service", "--store", str(store)], env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "course_hub.ledger_service", "--store", str(store)], env=env,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -228,7 +228,7 @@ def test_a_signal_that_comes_as_the_service_starts_listening_stops_it_cleanly(tm
     program = (
         "import os, signal, sys\n"
         "from tornado import web\n"
-        "from autograder import ledger_service\n"
+        "from course_hub import ledger_service\n"
         "listen = web.Application.listen\n"
         "def signalled_listen(self, *a, **k):\n"
         f"    os.kill(os.getpid(), {int(sig)})\n"
