@@ -21,6 +21,7 @@ from pathlib import Path
 
 from course_lib.question_ids import cell_id
 
+from .flags import Flag, Reason
 from .release import nbgrader_config
 from .safefiles import copy_tree
 from .page_safety import sanitize_notebook
@@ -56,13 +57,13 @@ class Graded:
     flags: list = field(default_factory=list)         # the kernel's verdict differing from the clean one
     verdicts: dict = field(default_factory=dict)      # notebook -> grade_id -> the clean verdict
     predictions: list = field(default_factory=list)   # prediction record findings
-    flag_reasons: dict = field(default_factory=dict)  # notebook ("*": all) -> why it is flagged
+    flag_reasons: dict = field(default_factory=dict)  # notebook -> [flags.Reason]: why it is flagged
     warnings: list = field(default_factory=list)      # refused files, a replaced recorder
     recorder: str = ""
     answers: dict = field(default_factory=dict)       # notebook -> the recorded answers
     timings: dict = field(default_factory=dict)       # notebook -> grade_id -> seconds
     variant: dict = field(default_factory=dict)       # the student's assigned variant
-    ledger: str = ""                                  # the hub's ledger's verdict (autograder.ledger)
+    ledger: hub_ledger.Vouch | None = None            # the hub's ledger's verdict (autograder.ledger)
 
     def graded_status(self, fingerprint: str, sandboxed: bool) -> dict:
         """The status file of a graded submission (autograder.status)."""
@@ -70,8 +71,9 @@ class Graded:
                 "graded_at": dt.datetime.now(dt.timezone.utc).isoformat(), "sandboxed": sandboxed,
                 "seconds": round(self.seconds, 2), "stopped": self.stopped, "notes": self.notes,
                 "disagreements": self.flags, "predictions": self.predictions,
-                "variant": self.variant or {}, "flags": self.flag_reasons,
-                "ledger": self.ledger or hub_ledger.NOT_VOUCHED,
+                "variant": self.variant or {},
+                "flags": {nb: [r.to_json() for r in reasons] for nb, reasons in self.flag_reasons.items()},
+                "ledger": (self.ledger or hub_ledger.Vouch.NOT_VOUCHED).value,
                 "warnings": self.warnings}
 
     def failed_status(self, cause: str) -> dict:
@@ -266,7 +268,7 @@ def _apply_clean_verdicts(root: Path, a: str, student: str, dest: Path, job: dic
             by_gid = {cell_id(c) or None: c for c in nb.cells}
             mine = {}
             for t in cells:
-                key = f"{nb_name}/{t.grade_id}"
+                key = verify.JobKey(nb_name, t.grade_id)
                 if key not in results:
                     continue
                 r = results[key]
@@ -279,16 +281,17 @@ def _apply_clean_verdicts(root: Path, a: str, student: str, dest: Path, job: dic
                 v = {"passed": r["passed"], "score": r["score"], "points": t.points, "message": r["message"],
                      "label": r["label"], "ename": r["ename"], "hidden": t.hidden, "kernel_score": kernel_score,
                      "kernel_ran": ran is not None}
-                per = {n: results[f"{key}|{n}"] for n in t.names if f"{key}|{n}" in results}
+                one = {n: key._replace(values=verify.Values.ONE_ANSWER, variable=n) for n in t.names}
+                per = {n: results[k] for n, k in one.items() if k in results}
                 if per:
                     v["per_variable"] = {n: {"passed": x["passed"], "message": x["message"], "label": x["label"]}
                                          for n, x in per.items()}
-                if f"{key}|committed" in results:    # the prediction as committed, for the report
-                    c = results[f"{key}|committed"]
+                c = results.get(key._replace(values=verify.Values.COMMITTED))
+                if c is not None:    # the prediction as committed, for the report
                     v["committed"] = {"passed": c["passed"], "message": c["message"], "label": c["label"]}
                 mine[t.grade_id] = v
                 # the kernel ran the final answers: compare it with their clean verdict
-                same_values = results.get(f"{key}|final", r)
+                same_values = results.get(key._replace(values=verify.Values.FINAL), r)
                 if ran is not None and (kernel_score or 0.0) != same_values["score"]:
                     flags.append({"notebook": nb_name, "cell": t.grade_id, "kernel": kernel_score,
                                   "clean": same_values["score"], "message": same_values["message"]})
@@ -505,14 +508,14 @@ def _take_notebooks(out: Graded, books: dict) -> None:
     """What the autograded notebooks' metadata says, into `out`: why each is flagged, the
     prediction findings, the recorded answers and times, a replaced recorder, a stopped kernel."""
     for f in out.flags:
-        out.flag_reasons.setdefault(f["notebook"], []).append(
-            f"{f['cell']}: the kernel's verdict differs from the re-verification (check for tampering)")
+        out.flag_reasons.setdefault(f["notebook"], []).append(Reason(
+            Flag.KERNEL_DIFFERS, f"{f['cell']}: the kernel's verdict differs from the re-verification (check for tampering)"))
     for name, book in books.items():
         meta = book.metadata.get("autograder", {})
-        lines = predictions.summarize(meta)
-        out.predictions += [f"{name}: {line}" for line in lines]
-        if lines:
-            out.flag_reasons.setdefault(name, []).extend(lines)
+        reasons = predictions.summarize(meta)
+        out.predictions += [f"{name}: {r.message}" for r in reasons]
+        if reasons:
+            out.flag_reasons.setdefault(name, []).extend(reasons)
         out.answers[name] = meta.get("answers", {})
         out.timings[name] = meta.get("timings", {})
         out.recorder = out.recorder or meta.get("recorder", "")

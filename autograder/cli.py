@@ -276,9 +276,8 @@ def cmd_variants(args) -> int:
     return 0
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+def _common() -> argparse.ArgumentParser:
+    """The options every subcommand takes: where the course and its data are."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--course-dir", help="the course directory (default: $AUTOGRADER_ROOT, or the nearest "
                                              "folder with nbgrader_config.py from here upward)")
@@ -286,8 +285,10 @@ def parser() -> argparse.ArgumentParser:
     common.add_argument("--source", help="the instructor notebooks (default: <course>/solutions/)")
     common.add_argument("--release-dir", help="the student release (default: <course>/notebooks/)")
     common.add_argument("-v", "--verbose", action="store_true")
-    sub = p.add_subparsers(dest="command", required=True)
+    return common
 
+
+def _add_release(sub, common) -> None:
     r = sub.add_parser("release", parents=[common], help="student notebooks into notebooks/ (and the exchange)")
     r.add_argument("assignment", nargs="*")
     r.add_argument("--all", action="store_true", help="every assignment in solutions/")
@@ -296,6 +297,8 @@ def parser() -> argparse.ArgumentParser:
                         "Exchange.root nbgrader is configured with")
     r.set_defaults(func=cmd_release)
 
+
+def _add_collect(sub, common) -> None:
     c = sub.add_parser("collect", parents=[common],
                        help="submissions from SOURCE/<student>/<notebook>.ipynb, an LMS download (zip or folder: "
                             "Moodle, Canvas) or the nbgrader exchange")
@@ -306,6 +309,8 @@ def parser() -> argparse.ArgumentParser:
                         "course config's Exchange.root)")
     c.set_defaults(func=cmd_collect)
 
+
+def _add_grade(sub, common) -> None:
     g = sub.add_parser("grade", parents=[common], help="autograde every submission, in parallel, sandboxed")
     g.add_argument("assignment")
     g.add_argument("--submissions", help="collect from this folder / zip first")
@@ -314,14 +319,7 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--student", action="append", help="grade only this student (repeatable)")
     g.add_argument("--force", action="store_true",
                    help="regrade submissions that are up to date, and rerun the solution's preflight")
-    g.add_argument("--timeout", type=int, default=None,
-                   help="seconds per cell (default: max(10 s, 20x the solution's time for that cell))")
-    g.add_argument("--notebook-timeout", type=int, default=None,
-                   help="seconds per notebook (default: max(300 s, 20x the solution's whole run))")
-    g.add_argument("--memory", type=int, default=4096, help="MB of address space per kernel (default 4096)")
-    g.add_argument("--tasks", type=int, default=256, help="threads + processes per kernel (default 256)")
-    g.add_argument("--disk", type=int, default=256, help="MB a sandboxed kernel may write into its home (default "
-                   "256; memory-backed, like its private /tmp)")
+    _add_limits(g)
     sb = g.add_mutually_exclusive_group()
     sb.add_argument("--no-sandbox", action="store_true",
                     help="run students' code without the sandbox, with your rights (as nobody when root); not advised")
@@ -337,12 +335,28 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     g.set_defaults(func=cmd_grade)
 
+
+def _add_limits(g) -> None:
+    """grade's limits on each kernel (autograder.sandbox.Limits, read back by _limits)."""
+    g.add_argument("--timeout", type=int, default=None,
+                   help="seconds per cell (default: max(10 s, 20x the solution's time for that cell))")
+    g.add_argument("--notebook-timeout", type=int, default=None,
+                   help="seconds per notebook (default: max(300 s, 20x the solution's whole run))")
+    g.add_argument("--memory", type=int, default=4096, help="MB of address space per kernel (default 4096)")
+    g.add_argument("--tasks", type=int, default=256, help="threads + processes per kernel (default 256)")
+    g.add_argument("--disk", type=int, default=256, help="MB a sandboxed kernel may write into its home (default "
+                   "256; memory-backed, like its private /tmp)")
+
+
+def _add_feedback(sub, common) -> None:
     f = sub.add_parser("feedback", parents=[common], help="HTML feedback per student, hidden tests removed")
     f.add_argument("assignment")
     f.add_argument("--student", action="append")
     f.add_argument("-j", "--jobs", type=int, default=default_jobs())
     f.set_defaults(func=cmd_feedback)
 
+
+def _add_release_feedback(sub, common) -> None:
     rf = sub.add_parser("release-feedback", parents=[common],
                         help="put the feedback pages into the exchange, where students fetch them")
     rf.add_argument("assignment")
@@ -351,6 +365,8 @@ def parser() -> argparse.ArgumentParser:
     rf.add_argument("--student", action="append", help="only this student (repeatable)")
     rf.set_defaults(func=cmd_release_feedback)
 
+
+def _add_publish(sub, common) -> None:
     pb = sub.add_parser("publish", parents=[common],
                         help="write the public student repository (no solutions, no hidden tests) to DEST")
     pb.add_argument("dest", metavar="DEST")
@@ -358,6 +374,8 @@ def parser() -> argparse.ArgumentParser:
                                          "(default: [tool.course] student-repository in pyproject.toml)")
     pb.set_defaults(func=cmd_publish)
 
+
+def _add_manual(sub, common) -> None:
     mg = sub.add_parser("manual", parents=[common], help="points and comments for the manually graded cells")
     mg.add_argument("assignment")
     mg.add_argument("--student")
@@ -370,19 +388,28 @@ def parser() -> argparse.ArgumentParser:
     mg.add_argument("--awaiting", action="store_true", help="only the cells nobody has graded yet")
     mg.set_defaults(func=cmd_manual)
 
+
+def _add_export(sub, common) -> None:
     e = sub.add_parser("export", parents=[common], help="grades CSV: a row per student, a column per notebook")
     e.add_argument("--out", help="default: <root>/grades.csv")
     e.add_argument("--with-max", action="store_true", help="add a last row with the maximum scores")
     e.set_defaults(func=cmd_export)
 
+
+def _add_lint(sub, common) -> None:
     ln = sub.add_parser("lint", parents=[common], help="check the structure grading relies on in the source notebooks")
     ln.add_argument("assignment", nargs="*", help="default: every assignment")
     ln.set_defaults(func=cmd_lint)
 
+
+def _add_report(sub, common) -> None:
     m = sub.add_parser("report", parents=[common], help="misconception report and score distribution")
     m.add_argument("assignment")
     m.add_argument("--out", help="folder (default: <root>/reports/<assignment>/)")
     m.set_defaults(func=cmd_report)
+
+
+def _add_variants(sub, common) -> None:
     v = sub.add_parser("variants", parents=[common], help="which numbers each student gets (per-student variants)")
     v.add_argument("assignment", nargs="?")
     v.add_argument("--students", nargs="+", metavar="ID", help="these student ids")
@@ -392,6 +419,20 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--csv", help="write the table to this CSV")
     v.add_argument("--init-secret", action="store_true", help="create the course's variant secret")
     v.set_defaults(func=cmd_variants)
+
+
+#: the subcommands, in the order --help lists them
+SUBCOMMANDS = (_add_release, _add_collect, _add_grade, _add_feedback, _add_release_feedback, _add_publish,
+               _add_manual, _add_export, _add_lint, _add_report, _add_variants)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m autograder", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    common = _common()
+    sub = p.add_subparsers(dest="command", required=True)
+    for add in SUBCOMMANDS:
+        add(sub, common)
     return p
 
 

@@ -44,13 +44,14 @@ from pathlib import Path
 from . import __version__
 from .autograde import Graded, grade_one, worker_init
 from .course import Course, default_jobs, ensure_assignment, replace_dir, tree_hash
+from .flags import Flag, Reason
 from .merge import flag_submission, merge_submission
 from .preflight import (PREFLIGHT_CELL_TIMEOUT, GradingRefused, derived_timeouts, base_job,
                         run_preflight, saved_preflight)
 from .release import ensure_tools_on_path
 from .rundir import RunDir, clean_stale
 from .sandbox import INSTALL_HELP, UNSANDBOXED_WARNING, Limits, matplotlib_cache, package_dirs, probe
-from .status import grading_status, status_path, write_json
+from .status import WHOLE, grading_status, status_path, write_json
 from . import predictions, variants, verify
 from . import ledger as hub_ledger
 
@@ -323,7 +324,7 @@ def _finish(course: Course, assignment: str, res: Graded, fp: str, sandboxed: bo
         write_json(status_path(course, assignment, s), res.failed_status(cause))
         summary.failed[s] = cause
         # an earlier grade stays in the gradebook: flag it (a first failure has no entry to flag)
-        flag_submission(course.db_url, assignment, s, {"*": [cause]})
+        flag_submission(course.db_url, assignment, s, {WHOLE: [Reason(Flag.GRADING_FAILED, cause)]})
         if res.warnings:
             summary.warnings[s] = res.warnings
 

@@ -110,7 +110,8 @@ def _every_assignment(gb, course: Course, with_max: bool) -> list[list]:
             # reasons say why
             why = flag_reasons(course, a, sid) if (e.flagged or e.failed is not None) else []
             row.append("; ".join(why) or ("flagged" if e.flagged else ""))
-            row.append(ledger_status(course, a, sid) if e.submitted and e.failed is None else "")
+            vouch = ledger_status(course, a, sid) if e.submitted and e.failed is None else None
+            row.append(vouch.text if vouch else "")
             row.append(variant_of(sid, a))
             total += sum(e.scores.values())
             penalty += e.penalty

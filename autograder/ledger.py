@@ -1,5 +1,5 @@
 """The hub's prediction ledger, on the grading side: `grade --ledger PATH_OR_URL` checks each
-notebook's prediction record against what the hub's ledger service (autograder.ledger_service)
+notebook's prediction record against what the hub's ledger service (course_hub.ledger_service)
 received while the student worked.
 
 The record a student hands in is the student's to write: a script the notebook can run can
@@ -21,6 +21,7 @@ instructors' group may read it) or from the service's URL with the instructor's 
 """
 from __future__ import annotations
 
+import enum
 import hashlib
 import json
 import os
@@ -32,9 +33,34 @@ from course_lib import ledger as L
 from course_lib.exercises import predictions as P
 from course_lib.question_ids import label as _label
 
+from .flags import Flag, Reason
+
+# what the instructor reads (the export's and the report's ledger column, each difference's message)
 VOUCHED = "vouched"
 NOT_VOUCHED = "not vouched"
 DIFFERS = "record differs from the hub's ledger"
+
+
+class Vouch(enum.Enum):
+    """The ledger's verdict on a graded submission; the value is its id in the status file."""
+
+    VOUCHED = "vouched"
+    NOT_VOUCHED = "not-vouched"     # graded without a ledger: information, not a penalty
+    DIFFERS = "differs"             # a flag too (flags.Flag.LEDGER_DIFFERS)
+
+    @property
+    def text(self) -> str:
+        return {Vouch.VOUCHED: VOUCHED, Vouch.NOT_VOUCHED: NOT_VOUCHED, Vouch.DIFFERS: DIFFERS}[self]
+
+    @classmethod
+    def parse(cls, value) -> Vouch:
+        """The verdict a status file holds: its id, or the text an older grader kept."""
+        for v in cls:
+            if value in (v.value, v.text):
+                return v
+        return cls.NOT_VOUCHED
+
+
 KINDS = ("commit", "revise", "reveal")
 MAX_LEDGER_BYTES = 64 << 20          # the whole ledger read by the grader (the service bounds each user's)
 
@@ -168,13 +194,13 @@ def compare(record, questions, entries: list) -> list[str]:
 
 
 def check(records: dict, questions: dict, entries: list | None) -> dict:
-    """{"status": vouched | not vouched | record differs..., "problems": {notebook: [lines]}} for
+    """{"status": a Vouch, "problems": {notebook: [lines]}} for
     one submission: `records` {notebook: Record}, `questions` {notebook: question ids},
     `entries` the student's ledger entries (None: graded without a ledger)."""
     if entries is None:
-        return {"status": NOT_VOUCHED, "problems": {}}
+        return {"status": Vouch.NOT_VOUCHED, "problems": {}}
     problems = {nb: lines for nb, rec in records.items() if (lines := compare(rec, questions.get(nb, ()), entries))}
-    return {"status": DIFFERS if problems else VOUCHED, "problems": problems}
+    return {"status": Vouch.DIFFERS if problems else Vouch.VOUCHED, "problems": problems}
 
 
 def apply(out, records: dict, tests: dict, entries: list | None) -> None:
@@ -186,16 +212,15 @@ def apply(out, records: dict, tests: dict, entries: list | None) -> None:
     result = check(records, {nb: questions_of(cells) for nb, cells in tests.items()}, entries)
     out.ledger = result["status"]
     for nb, lines in result["problems"].items():
-        out.flag_reasons.setdefault(nb, []).extend(lines)
+        out.flag_reasons.setdefault(nb, []).extend(Reason(Flag.LEDGER_DIFFERS, line) for line in lines)
         out.predictions += [f"{nb}: {line}" for line in lines]
 
 
-def status(course, assignment: str, student: str) -> str:
-    """"vouched", "not vouched" or "record differs from the hub's ledger" for a graded
-    submission ("" when it was not graded)."""
+def status(course, assignment: str, student: str) -> Vouch | None:
+    """The ledger's verdict on a graded submission (None when it was not graded)."""
     from .status import grading_status
 
     st = grading_status(course, assignment, student)
     if st.get("status") != "graded":
-        return ""
-    return st.get("ledger") or NOT_VOUCHED
+        return None
+    return Vouch.parse(st.get("ledger"))

@@ -2,6 +2,8 @@
 crash leaves every student either fully merged or untouched), following nbgrader's own rules."""
 from __future__ import annotations
 
+from .status import WHOLE
+
 
 def _add_submission(db, assignment, student) -> None:
     """nbgrader's Gradebook.add_submission without its commit: the new submission mirrors the
@@ -67,7 +69,7 @@ def merge_submission(db_url: str, assignment: str, student: str, data: dict) -> 
 
 def flag_submission(db_url: str, assignment: str, student: str, reasons: dict) -> None:
     """Set nbgrader's flag (the Formgrader's "Flagged?") on each notebook of the student's
-    submission that `reasons` names ({notebook: [why, ...]}; "*" for every notebook). A flag is
+    submission that `reasons` names ({notebook: [flags.Reason]}; status.WHOLE for every notebook). A flag is
     never cleared here: an instructor unflags in the Formgrader after looking."""
     from nbgrader.api import Gradebook, MissingEntry
 
@@ -79,6 +81,6 @@ def flag_submission(db_url: str, assignment: str, student: str, reasons: dict) -
         except MissingEntry:
             return
         for nb in sub.notebooks:
-            if reasons.get(nb.name) or reasons.get("*"):
+            if reasons.get(nb.name) or reasons.get(WHOLE):
                 nb.flagged = True
         gb.db.commit()

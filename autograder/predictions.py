@@ -36,14 +36,17 @@ edited?") and a missing record are flagged to the instructor either way.
 from __future__ import annotations
 
 import datetime as dt
+import enum
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from course_lib.exercises import predictions as P
 from course_lib.exercises.answers import MAX_RECORD_CHARS
 from course_lib.exercises.question_ids import label as _label, question_of, role_of
+
+from .flags import Flag, Reason
 
 MAX_RECORD_BYTES = 2**20             # a record is a few kB; a bigger file is not one (and is not read)
 #: one recorded value's JSON, in the record file or the notebook's copies: the grader's own recorder
@@ -52,9 +55,6 @@ MAX_VALUE_CHARS = MAX_RECORD_CHARS
 #: events of one question (each distinct one once, however many receipts repeat it); an honest
 #: record holds a few: a commit, its revisions, a reveal after each
 MAX_EVENTS_PER_QUESTION = 1000
-CHANGED = "changed-after-reveal"
-SHOWN = "shown-unrecorded"
-NO_RECORD = "no-record"
 #: what a submission without any record earns for its questions (grade --no-record)
 NO_RECORD_POLICIES = ("final", "zero-predictions")
 ANSWER_SUFFIXES = ("_prediction", "_answer")    # the answer cells a graded question's rule applies to
@@ -264,17 +264,40 @@ def _check_chain(chain: list, verified: dict | None = None) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 # the rule
 # ---------------------------------------------------------------------------------------------
+class Rule(enum.Enum):
+    """What the hidden test of a graded question grades (the table in this module's docstring);
+    the value is the rule's name in the notebook's metadata and the report."""
+
+    COMMITTED = "committed"
+    CHANGED = "changed-after-reveal"
+    FINAL = "final"
+    SHOWN = "shown-unrecorded"
+    NO_RECORD = "no-record"
+
+
 @dataclass
 class Decision:
-    rule: str                       # committed | changed-after-reveal | final | shown-unrecorded | no-record
+    rule: Rule
     committed: dict | None = None   # {name: encoded value} committed before the reveal
     final: dict | None = None       # {name: encoded value} the submitted notebook ends with
     message: str = ""
     withheld: bool = False          # the hidden test grades nothing (fails with `message`)
-    flag: str = ""                  # what the instructor is told about this question
+    reason: Reason | None = None    # what the instructor is flagged about this question
 
     def to_json(self) -> dict:
-        return asdict(self)
+        """The decision in the notebook's metadata (verify.grading_values and the report read it
+        back with from_json): the rule's and the flag's ids, the flag's message beside its id."""
+        return {"rule": self.rule.value, "committed": self.committed, "final": self.final, "message": self.message,
+                "withheld": self.withheld, "flag": self.reason.flag.value if self.reason else "",
+                "flag_message": self.reason.message if self.reason else ""}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Decision:
+        flag = Flag.parse(data.get("flag"))
+        # an older grader kept the message alone under "flag"
+        message = data.get("flag_message", "" if flag is not Flag.UNKNOWN else data.get("flag"))
+        return cls(Rule(data["rule"]), data.get("committed"), data.get("final"), data.get("message") or "",
+                   bool(data.get("withheld")), Reason(flag, str(message or "")) if flag else None)
 
 
 def decide(record: Record, question: str, names: list, final_entries: dict, no_record: str = "final") -> Decision:
@@ -290,13 +313,15 @@ def decide(record: Record, question: str, names: list, final_entries: dict, no_r
         if shown:
             return _shown_uncommitted(question, final)
         if no_record == "zero-predictions":
-            return Decision(NO_RECORD, None, final, withheld=True, flag="no prediction record: no correctness points "
-                            "(--no-record zero-predictions)",
+            return Decision(Rule.NO_RECORD, None, final, withheld=True,
+                            reason=Reason(Flag.NO_RECORD_ZERO, "no prediction record: no correctness points "
+                                          "(--no-record zero-predictions)"),
                             message=f"No prediction record was handed in for {_label(question)} (neither "
                             f"{P.RECORD_FILE} nor the notebook's saved outputs), so {_label(question)} earns no "
                             "correctness points (its form and reflection points are not affected). Hand in the "
                             "notebook with its outputs and the record file beside it.")
-        return Decision(NO_RECORD, None, final, flag="no prediction record: graded on the final answer")
+        return Decision(Rule.NO_RECORD, None, final,
+                        reason=Reason(Flag.NO_RECORD, "no prediction record: graded on the final answer"))
     d = _decide(record.events, question, names, final, shown)
     if record.copies and record.copies != record.events and not d.withheld:
         from_copies = _decide(record.copies, question, names, final, shown)
@@ -315,8 +340,9 @@ def _shown(values) -> str:
 
 def _shown_uncommitted(question: str, final: dict) -> Decision:
     label = _label(question)
-    return Decision(SHOWN, None, final, withheld=True,
-                    flag="the truth is in the notebook's outputs, and no answer was committed before it",
+    return Decision(Rule.SHOWN, None, final, withheld=True,
+                    reason=Reason(Flag.TRUTH_SHOWN_UNCOMMITTED,
+                                  "the truth is in the notebook's outputs, and no answer was committed before it"),
                     message=f"{label}'s truth is shown in the notebook (its verify cell's output), but no answer to "
                     f"{label} was committed before it, so {label} earns no correctness points (its form and "
                     "reflection points are not affected).")
@@ -326,26 +352,27 @@ def _decide(events: list, question: str, names: list, final: dict, shown: bool =
     # what grading reads: the commit before the first reveal, the first commit (no revision after
     # the reveal is decoded or compared: one pass over the events)
     h = P.history(events, question, after=False)
-    committed, flag = h["committed"], ""
+    committed, reason = h["committed"], None
     if shown and not h["revealed"]:
         # the truth is on screen, yet the record holds no reveal: revealed as early as the record
         # allows, right after the first commit
         if h["first"] is None:
             return _shown_uncommitted(question, final)
         committed = h["first"]
-        flag = "the truth is in the notebook's outputs without a recorded reveal: graded on the first commit"
+        reason = Reason(Flag.TRUTH_SHOWN_UNRECORDED,
+                        "the truth is in the notebook's outputs without a recorded reveal: graded on the first commit")
     elif not h["revealed"] or committed is None:
-        return Decision("final", committed, final)
+        return Decision(Rule.FINAL, committed, final)
     # the answers a commit records: a question's reasoning variables are kept as its reason, and
     # graded on the final notebook like any written part
     committed = {n: v for n, v in committed.items() if n in names} if isinstance(committed, dict) else {}
     ends = {n: final[n] for n in committed if n in final}
     if committed and len(ends) == len(committed) and P.same_value(committed, ends):
-        return Decision("committed", committed, final, flag=flag)
+        return Decision(Rule.COMMITTED, committed, final, reason=reason)
     label = _label(question)
-    why = ("before the reveal" if not flag else
+    why = ("before the reveal" if reason is None else
            "first (the notebook shows its truth, and the record holds no reveal: it counts as revealed then)")
-    return Decision(CHANGED, committed, final, withheld=True, flag=flag,
+    return Decision(Rule.CHANGED, committed, final, withheld=True, reason=reason,
                     message=f"{label} was changed after its truth was revealed: you committed {_shown(committed)} "
                     f"{why}, and the notebook ends with {_shown({n: final[n] for n in committed if n in final})}. "
                     "An answer counts as committed before "
@@ -387,22 +414,23 @@ def questions_of(tests) -> set[str]:
     return {question_of(cell) for t in tests for cell in t.sources.values()} - {None}
 
 
-def summarize(meta: dict) -> list[str]:
-    """Lines for the instructor about one autograded notebook's prediction record."""
+def summarize(meta: dict) -> list[Reason]:
+    """What the instructor is flagged about one autograded notebook's prediction record."""
     rec = (meta or {}).get("predictions") or {}
     if not rec:
         return []
     out = []
-    questions = rec.get("questions") or {}
-    if rec.get("source") == "none" and questions:
-        zero = any(d.get("rule") == NO_RECORD and d.get("withheld") for d in questions.values())
-        out.append("no prediction record (" + ("no correctness points for its questions: --no-record zero-predictions)"
-                                              if zero else "graded on the final answers)"))
+    decisions = {q: Decision.from_json(d) for q, d in sorted((rec.get("questions") or {}).items())}
+    if rec.get("source") == "none" and decisions:
+        zero = any(d.rule is Rule.NO_RECORD and d.withheld for d in decisions.values())
+        out.append(Reason(Flag.NO_RECORD_ZERO, "no prediction record (no correctness points for its questions: "
+                          "--no-record zero-predictions)") if zero else
+                   Reason(Flag.NO_RECORD, "no prediction record (graded on the final answers)"))
     for p in rec.get("problems", []):
-        out.append(f"prediction record: {p}")
-    for q, d in sorted(questions.items()):
-        if d.get("rule") == CHANGED:
-            out.append(f"{_label(q)} changed after the reveal: no correctness points")
-        if d.get("rule") == SHOWN or (d.get("flag") and d.get("rule") != NO_RECORD):
-            out.append(f"{_label(q)}: {d['flag']}")
+        out.append(Reason(Flag.RECORD_EDITED, f"prediction record: {p}"))
+    for q, d in decisions.items():
+        if d.rule is Rule.CHANGED:
+            out.append(Reason(Flag.CHANGED_AFTER_REVEAL, f"{_label(q)} changed after the reveal: no correctness points"))
+        if d.reason is not None and d.rule is not Rule.NO_RECORD:
+            out.append(Reason(d.reason.flag, f"{_label(q)}: {d.reason.message}"))
     return out

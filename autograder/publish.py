@@ -153,10 +153,11 @@ def _render(template: Path, values: dict) -> str:
 
 
 def _student_pyproject(text: str) -> str:
-    """pyproject.toml without the autograder package (it is not in the student repository)."""
-    new = text.replace('include = ["course_lib*", "autograder*"]', 'include = ["course_lib*"]')
+    """pyproject.toml without the autograder and course_hub packages (they are not in the student
+    repository)."""
+    new = text.replace('include = ["course_lib*", "autograder*", "course_hub*"]', 'include = ["course_lib*"]')
     if new == text:
-        raise SystemExit('pyproject.toml: expected include = ["course_lib*", "autograder*"] under '
+        raise SystemExit('pyproject.toml: expected include = ["course_lib*", "autograder*", "course_hub*"] under '
                          '[tool.setuptools.packages.find]; update autograder/publish.py to match')
     # nor its package data (the feedback template)
     return "".join(line for line in new.splitlines(keepends=True) if not line.startswith("autograder = "))
@@ -167,7 +168,7 @@ def _check_dest(dest: Path, checkout: Path) -> None:
     if dest == checkout or dest in checkout.parents:
         raise SystemExit(f"{dest}: the student repository cannot hold the course itself")
     if any(dest == checkout / p or (checkout / p) in dest.parents
-           for p in ("solutions", "notebooks", "course_lib", "autograder", "deploy", "tests")):
+           for p in ("solutions", "notebooks", "course_lib", "autograder", "course_hub", "deploy", "tests")):
         raise SystemExit(f"{dest}: inside a folder of the course; pick a folder of its own")
     if dest.exists() and not dest.is_dir():
         raise SystemExit(f"{dest} is a file, not a folder")

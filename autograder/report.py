@@ -14,12 +14,13 @@ way (read by no test of the question as the student's) are not answers and are n
   used (committed, changed-after-reveal, final, shown-unrecorded, no-record), from what to what an
   answer changed after its reveal, whether the record was missing or looked edited, and the flag
   the instructor is shown (a truth on screen without a recorded reveal, no record and the
-  --no-record policy)
+  --no-record policy): its message, and its kind in flag_kind (autograder.flags.Flag's id)
 * scores.csv / scores.png -- every student's score per notebook and its distribution; with
   needs_manual_grade (a written answer not graded yet) and flag (nbgrader's flag, with the
   grader's reasons: verdicts differing from the re-verification, no or an edited prediction
-  record, a prediction changed after its reveal, a record that differs from the hub's ledger) and
-  ledger ("vouched", "not vouched" or "record differs from the hub's ledger": autograder.ledger)
+  record, a prediction changed after its reveal, a record that differs from the hub's ledger;
+  their kinds in flag_kinds) and ledger ("vouched", "not vouched" or "record differs from the
+  hub's ledger": autograder.ledger)
 * copies.csv / variants.csv -- possible copies across students' variants, with the evidence, and
   the numbers each student was graded on (autograder.copies)
 * report.html -- all of it on one accessible page (autograder.report_html): tables with headers,
@@ -45,11 +46,15 @@ import json
 import math
 import statistics
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 
 from .course import Course, answer_cells
+from .flags import TRUTH_SHOWN, Flag, Reason
+from .ledger import Vouch
+from .predictions import Decision, Rule, answer_question
 from .values import decode_entry, show
 from . import csvsafe
 
@@ -252,29 +257,64 @@ def misconceptions(course: Course, assignment: str, truth_record: dict | None = 
     return rows
 
 
-def _decision(meta: dict, cell):
+def _decision(meta: dict, cell) -> Decision | None:
     """The prediction rule the grader applied to this answer cell's question (or None)."""
-    from .predictions import answer_question
-
     if answer_question(cell.grade_id) is None:
         return None
-    return (((meta.get("predictions") or {}).get("questions") or {}).get(cell.question))
+    d = (((meta.get("predictions") or {}).get("questions") or {}).get(cell.question))
+    return Decision.from_json(d) if d else None
 
 
 def counted_answer(meta: dict, cell, var: str):
     """The answer the report counts: for a predict-then-verify question, the prediction
     committed before the truth was revealed; otherwise the final answer."""
     d = _decision(meta, cell)
-    if d and d.get("rule") in ("committed", "changed-after-reveal") and var in (d.get("committed") or {}):
-        return {"value": d["committed"][var]}
+    if d and d.rule in (Rule.COMMITTED, Rule.CHANGED) and var in (d.committed or {}):
+        return {"value": d.committed[var]}
     return (meta.get("answers", {}).get(cell.grade_id) or {}).get(var)
 
 
-def changes_after_reveal(course: Course, assignment: str) -> list[dict]:
-    """Per predict-then-verify question: each student who changed the answer after its truth was
-    revealed, from what to what; and how many graded notebooks had no prediction record."""
+@dataclass
+class PredictionRow:
+    """One student's graded question in predictions.csv: the rule its grade used, and its flag."""
+
+    notebook: str
+    question: str
+    title: str
+    student: str
+    rule: Rule
+    record: str                     # where the record came from (predictions.Record.source); "none"
+    record_problems: str = ""
+    changed_from: str = ""          # the answer committed, where it changed after the reveal
+    changed_to: str = ""            # ... and the one the notebook ends with
+    reason: Reason | None = None
+
+    FIELDS = ["notebook", "question", "title", "student", "rule", "from", "to", "record", "record_problems", "flag",
+              "flag_kind"]
+
+    @property
+    def flag(self) -> Flag | None:
+        return self.reason.flag if self.reason else None
+
+    def csv_row(self) -> dict:
+        return {"notebook": self.notebook, "question": self.question, "title": self.title, "student": self.student,
+                "rule": self.rule.value, "from": self.changed_from, "to": self.changed_to, "record": self.record,
+                "record_problems": self.record_problems, "flag": self.reason.message if self.reason else "",
+                "flag_kind": self.flag.value if self.flag else ""}
+
+
+def _answers_text(values) -> str:
     from course_lib.exercises.answers import decode
 
+    try:
+        return ", ".join(f"{n} = {show(decode(v))}" for n, v in (values or {}).items())
+    except Exception:
+        return "(unreadable)"
+
+
+def changes_after_reveal(course: Course, assignment: str) -> list[PredictionRow]:
+    """Per predict-then-verify question: each student who changed the answer after its truth was
+    revealed, from what to what; and how many graded notebooks had no prediction record."""
     rows = []
     for nb in course.notebooks(assignment):
         cells = [c for c in answer_cells(course.source / assignment / f"{nb}.ipynb") if c.kind in ("prediction", "answer")]
@@ -288,27 +328,49 @@ def changes_after_reveal(course: Course, assignment: str) -> list[dict]:
                 d = _decision(meta, cell)
                 if not d:
                     continue
-                row = {"notebook": nb, "question": cell.question, "title": cell.title, "student": s,
-                       "rule": d["rule"], "record": rec.get("source", ""),
-                       "record_problems": "; ".join(rec.get("problems", [])), "from": "", "to": "",
-                       "flag": d.get("flag", "")}
-                if d["rule"] == "changed-after-reveal":
-                    def text(values):
-                        try:
-                            return ", ".join(f"{n} = {show(decode(v))}" for n, v in (values or {}).items())
-                        except Exception:
-                            return "(unreadable)"
-                    row["from"], row["to"] = text(d.get("committed")), text(d.get("final"))
+                row = PredictionRow(nb, cell.question, cell.title, s, d.rule, rec.get("source", ""),
+                                    "; ".join(rec.get("problems", [])), reason=d.reason)
+                if d.rule is Rule.CHANGED:
+                    row.changed_from, row.changed_to = _answers_text(d.committed), _answers_text(d.final)
                 rows.append(row)
     return rows
 
 
-def score_rows(course: Course, assignment: str) -> list[dict]:
+@dataclass
+class ScoreRow:
+    """One graded student's notebook in scores.csv."""
+
+    notebook: str
+    student: str
+    score: float
+    max_score: float
+    needs_manual_grade: bool = False
+    flagged: bool = False             # nbgrader's flag (an instructor may have cleared it)
+    reasons: list = field(default_factory=list)   # [flags.Reason] the last grading gave
+    ledger: Vouch | None = None
+
+    FIELDS = ["notebook", "student", "score", "max_score", "needs_manual_grade", "flag", "flag_kinds", "ledger"]
+
+    @property
+    def flag(self) -> str:
+        """What the instructor reads: the grader's reasons, or "flagged" for a flag set by hand."""
+        if not self.flagged:
+            return ""
+        return "; ".join(r.message for r in self.reasons) or "flagged"
+
+    def csv_row(self) -> dict:
+        return {"notebook": self.notebook, "student": self.student, "score": self.score, "max_score": self.max_score,
+                "needs_manual_grade": self.needs_manual_grade, "flag": self.flag,
+                "flag_kinds": "; ".join(r.flag.value for r in self.reasons) if self.flagged else "",
+                "ledger": self.ledger.text if self.ledger else ""}
+
+
+def score_rows(course: Course, assignment: str) -> list[ScoreRow]:
     """Every graded student's score per notebook (failed gradings left out: they are no zeros)."""
     from nbgrader.api import Gradebook, MissingEntry
 
     from .ledger import status as ledger_status
-    from .status import failed_students, flag_reasons
+    from .status import failed_students, flags
 
     failed = failed_students(course, assignment)
     rows = []
@@ -321,13 +383,11 @@ def score_rows(course: Course, assignment: str) -> list[dict]:
         for sub in sorted(a.submissions, key=lambda s: s.student.id):
             if sub.student.id in failed:
                 continue
-            reasons = flag_reasons(course, assignment, sub.student.id)
+            reasons = flags(course, assignment, sub.student.id)
+            vouch = ledger_status(course, assignment, sub.student.id)
             for nb in sub.notebooks:
-                mine = [r.split(": ", 1)[1] for r in reasons if r.startswith(nb.name + ": ")]
-                rows.append({"notebook": nb.name, "student": sub.student.id, "score": nb.score,
-                             "max_score": maxes[nb.name], "needs_manual_grade": nb.needs_manual_grade,
-                             "flag": ("; ".join(mine) or "flagged") if nb.flagged else "",
-                             "ledger": ledger_status(course, assignment, sub.student.id)})
+                rows.append(ScoreRow(nb.name, sub.student.id, nb.score, maxes[nb.name], nb.needs_manual_grade,
+                                     nb.flagged, reasons.get(nb.name, []), vouch))
     return rows
 
 
@@ -385,14 +445,14 @@ def plot_misconceptions(rows: list[dict], path: Path) -> None:
     fig.savefig(path, dpi=100)
 
 
-def plot_scores(rows: list[dict], path: Path) -> None:
-    nbs = sorted({r["notebook"] for r in rows})
+def plot_scores(rows: list[ScoreRow], path: Path) -> None:
+    nbs = sorted({r.notebook for r in rows})
     if not nbs:
         return
     fig, axes = _figure(1, len(nbs), 5 * len(nbs), 3.2)
     for ax, nb in zip(axes.flat, nbs):
-        scores = [r["score"] for r in rows if r["notebook"] == nb]
-        top = max(r["max_score"] for r in rows if r["notebook"] == nb)
+        scores = [r.score for r in rows if r.notebook == nb]
+        top = max(r.max_score for r in rows if r.notebook == nb)
         ax.hist(scores, bins=[x - 0.5 for x in range(int(top) + 2)], color="tab:blue", edgecolor="white")
         ax.set_xlim(-0.5, top + 0.5)
         ax.set_title(f"{nb}: mean {statistics.mean(scores):.1f} / {top:g}, n={len(scores)}", fontsize=9)
@@ -411,80 +471,117 @@ def report(course: Course, assignment: str, out_dir: Path | None = None) -> dict
                 "truth", "students", "wrong", "share_wrong", "label", "examples"])
     plot_misconceptions(rows, out / "misconceptions.png")
     changes = changes_after_reveal(course, assignment)
-    _write_csv(out / "predictions.csv", changes, ["notebook", "question", "title", "student", "rule", "from", "to",
-                                                   "record", "record_problems", "flag"])
+    _write_csv(out / "predictions.csv", [c.csv_row() for c in changes], PredictionRow.FIELDS)
     srows = score_rows(course, assignment)
-    _write_csv(out / "scores.csv", srows, ["notebook", "student", "score", "max_score", "needs_manual_grade", "flag",
-                                                "ledger"])
+    _write_csv(out / "scores.csv", [r.csv_row() for r in srows], ScoreRow.FIELDS)
     plot_scores(srows, out / "scores.png")
-    summary = {}
-    for nb in sorted({r["notebook"] for r in srows}):
-        s = [r["score"] for r in srows if r["notebook"] == nb]
-        summary[nb] = {"n": len(s), "mean": statistics.mean(s), "median": statistics.median(s),
-                       "min": min(s), "max": max(s),
-                       "max_score": max(r["max_score"] for r in srows if r["notebook"] == nb)}
+    summary = score_summary(srows)
     from .copies import write_copies
     from .status import failed_students
     from .report_html import write_report_html
 
-    write_report_html(out, assignment, rows, changes, srows, summary)
+    write_report_html(out, assignment, rows, changes, summary)
     return {"dir": str(out), "rows": rows, "scores": summary, "failed": failed_students(course, assignment),
             "predictions": changes, "copies": write_copies(course, assignment, out), "score_rows": srows}
 
 
+def score_summary(srows: list[ScoreRow]) -> dict:
+    """{notebook: {n, mean, median, min, max, max_score}} of the graded students' scores."""
+    summary = {}
+    for nb in sorted({r.notebook for r in srows}):
+        s = [r.score for r in srows if r.notebook == nb]
+        summary[nb] = {"n": len(s), "mean": statistics.mean(s), "median": statistics.median(s),
+                       "min": min(s), "max": max(s), "max_score": max(r.max_score for r in srows if r.notebook == nb)}
+    return summary
+
+
+# ---------------------------------------------------------------------------------------------
+# the console's summary of the report (python -m autograder report)
+# ---------------------------------------------------------------------------------------------
 def format_report(result: dict) -> str:
+    """What `report` prints: where the files are, then one short section per finding."""
+    preds, srows = result.get("predictions", []), result.get("score_rows", [])
+    from .copies import format_copies
+
     lines = [f"report written to {result['dir']}/ (report.html, misconceptions.csv/.png, predictions.csv, scores.csv/.png); "
              "a predict-then-verify question counts the prediction committed before its reveal"]
-    seen = set()
-    for r in result["rows"]:
-        key = (r["notebook"], r["question"], r["variable"])
-        if key in seen:
-            continue
-        seen.add(key)
-        wrong = [x for x in result["rows"] if (x["notebook"], x["question"], x["variable"]) == key
-                 and not x["is_truth"] and x["answer"] != NO_ANSWER and x["count"]]
+    lines += _misconception_lines(result["rows"])
+    lines += _change_lines(preds)
+    lines += _no_record_lines(preds)
+    lines += _truth_shown_lines(preds)
+    lines += _edited_record_lines(preds)
+    lines += format_copies(result.get("copies", []))
+    lines += [f"  left out (grading failed): {student}: {cause}" for student, cause in sorted(result.get("failed", {}).items())]
+    lines += _flagged_lines(srows)
+    lines += _score_lines(result["scores"])
+    return "\n".join(lines)
+
+
+def _misconception_lines(rows: list[dict]) -> list[str]:
+    """Per question variable: the share wrong, the truth and the most common wrong answer."""
+    panels: dict = {}
+    for r in rows:
+        panels.setdefault((r["notebook"], r["question"], r["variable"]), []).append(r)
+    lines = []
+    for rs in panels.values():
+        first = rs[0]
+        wrong = [x for x in rs if not x["is_truth"] and x["answer"] != NO_ANSWER and x["count"]]
         top = f"; most common wrong answer: {wrong[0]['answer']} ({wrong[0]['count']})" if wrong else ""
-        lines.append(f"  {r['question']} {r['variable']}: {r['share_wrong']:.0%} wrong, truth {r['truth'] or '?'}{top}")
-    preds = result.get("predictions", [])
-    by_q = {}
+        lines.append(f"  {first['question']} {first['variable']}: {first['share_wrong']:.0%} wrong, "
+                     f"truth {first['truth'] or '?'}{top}")
+    return lines
+
+
+def _change_lines(preds: list[PredictionRow]) -> list[str]:
+    """Per question: how many changed the prediction after the reveal, and the commonest changes."""
+    by_q: dict = {}
     for r in preds:
-        by_q.setdefault((r["notebook"], r["question"]), []).append(r)
+        by_q.setdefault((r.notebook, r.question), []).append(r)
+    lines = []
     for (nb, q), rs in sorted(by_q.items()):
-        changed = [r for r in rs if r["rule"] == "changed-after-reveal"]
+        changed = [r for r in rs if r.rule is Rule.CHANGED]
         if changed:
-            moves = Counter(f"{r['from']} -> {r['to']}" for r in changed)
+            moves = Counter(f"{r.changed_from} -> {r.changed_to}" for r in changed)
             lines.append(f"  {q}: {len(changed)} of {len(rs)} changed the prediction after the reveal ("
                          + "; ".join(f"{m} x{n}" for m, n in moves.most_common(3)) + ")")
-    unrecorded = sorted({(r["notebook"], r["student"], "no correctness points" in r["flag"])
-                         for r in preds if r["record"] == "none"})
+    return lines
+
+
+def _no_record_lines(preds: list[PredictionRow]) -> list[str]:
+    """The notebooks handed in without a prediction record, by the --no-record policy they were graded under."""
+    unrecorded = sorted({(r.notebook, r.student, r.flag is Flag.NO_RECORD_ZERO) for r in preds if r.record == "none"})
+    lines = []
     for zero, policy in ((False, "graded on final answers"), (True, "no correctness points: --no-record zero-predictions")):
         who = [(nb, s) for nb, s, z in unrecorded if z == zero]
         if who:
             lines.append(f"  no prediction record ({policy}): " + ", ".join(f"{s} ({nb})" for nb, s in who))
-    shown = sorted({(r["notebook"], r["student"], r["question"]) for r in preds
-                    if r["rule"] == "shown-unrecorded" or "without a recorded reveal" in r["flag"]})
-    for nb, s, q in shown:
-        lines.append(f"  TRUTH SHOWN WITHOUT A RECORDED REVEAL? {s} ({nb}) {q}")
-    edited = sorted({(r["notebook"], r["student"], r["record_problems"]) for r in preds if r["record_problems"]})
-    for nb, s, why in edited:
-        lines.append(f"  PREDICTION RECORD EDITED? {s} ({nb}): {why}")
-    from .copies import format_copies
+    return lines
 
-    lines += format_copies(result.get("copies", []))
-    for student, cause in sorted(result.get("failed", {}).items()):
-        lines.append(f"  left out (grading failed): {student}: {cause}")
-    srows = result.get("score_rows", [])
-    for r in srows:
-        if r.get("flag"):
-            lines.append(f"  FLAGGED: {r['student']} ({r['notebook']}): {r['flag']}")
-    unvouched = sorted({r["student"] for r in srows if r.get("ledger") == "not vouched"})
+
+def _truth_shown_lines(preds: list[PredictionRow]) -> list[str]:
+    shown = sorted({(r.notebook, r.student, r.question) for r in preds if r.flag in TRUTH_SHOWN})
+    return [f"  TRUTH SHOWN WITHOUT A RECORDED REVEAL? {s} ({nb}) {q}" for nb, s, q in shown]
+
+
+def _edited_record_lines(preds: list[PredictionRow]) -> list[str]:
+    edited = sorted({(r.notebook, r.student, r.record_problems) for r in preds if r.record_problems})
+    return [f"  PREDICTION RECORD EDITED? {s} ({nb}): {why}" for nb, s, why in edited]
+
+
+def _flagged_lines(srows: list[ScoreRow]) -> list[str]:
+    """The flagged notebooks with why, the students the hub's ledger did not vouch for, and the
+    written answers awaiting a manual grade."""
+    lines = [f"  FLAGGED: {r.student} ({r.notebook}): {r.flag}" for r in srows if r.flagged]
+    unvouched = sorted({r.student for r in srows if r.ledger is Vouch.NOT_VOUCHED})
     if unvouched:
         lines.append(f"  not vouched (graded without the hub's prediction ledger; information, not a penalty): "
                      f"{', '.join(unvouched)}")
-    waiting = sorted({r["student"] for r in srows if r.get("needs_manual_grade")})
+    waiting = sorted({r.student for r in srows if r.needs_manual_grade})
     if waiting:
         lines.append(f"  needs manual grade (written answers not graded yet): {', '.join(waiting)}")
-    for nb, s in result["scores"].items():
-        lines.append(f"  {nb}: n={s['n']} mean {s['mean']:.1f} median {s['median']:g} "
-                     f"min {s['min']:g} max {s['max']:g} (of {s['max_score']:g})")
-    return "\n".join(lines)
+    return lines
+
+
+def _score_lines(scores: dict) -> list[str]:
+    return [f"  {nb}: n={s['n']} mean {s['mean']:.1f} median {s['median']:g} min {s['min']:g} max {s['max']:g} "
+            f"(of {s['max_score']:g})" for nb, s in scores.items()]

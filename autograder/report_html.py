@@ -63,8 +63,7 @@ def _image(path: Path, alt: str) -> str:
     return f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt, quote=True)}">'
 
 
-def write_report_html(out: Path, assignment: str, rows: list[dict], changes: list[dict],
-                      srows: list[dict], summary: dict) -> Path:
+def write_report_html(out: Path, assignment: str, rows: list[dict], changes: list, summary: dict) -> Path:
     """Write out/report.html from the report's rows (the same ones the CSVs and PNGs hold)."""
     page = [f"<h1>Report: {html.escape(assignment)}</h1>",
             "<p>The same data as misconceptions.csv, predictions.csv and scores.csv beside this page.</p>",
@@ -83,8 +82,8 @@ def write_report_html(out: Path, assignment: str, rows: list[dict], changes: lis
             "<h2>Predictions changed after their reveal</h2>",
             _table("Per question and student: the rule the grade used", [
                 "notebook", "question", "student", "rule", "from", "to", "record"],
-                [[c["notebook"], c["title"] or c["question"], c["student"], c["rule"], c["from"], c["to"],
-                  c["record"]] for c in changes])]
+                [[c.notebook, c.title or c.question, c.student, c.rule.value, c.changed_from, c.changed_to,
+                  c.record] for c in changes])]
     # students' answers are in it (escaped): the browser is told to run nothing and load nothing
     # but the page's own inline images, as the feedback pages
     text = ('<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'

@@ -7,16 +7,26 @@ import os
 from pathlib import Path
 
 from .course import Course
+from .flags import Flag, Reason
+
+WHOLE = "*"    # the notebook key of a reason about the whole submission (a failed grading)
+
+
+def flags(course: Course, assignment: str, student: str) -> dict[str, list[Reason]]:
+    """Why the last grading flagged this submission: {notebook: [Reason]} (a disagreement with the
+    re-verification, a prediction record missing or edited, a prediction changed after its
+    reveal, a record the hub's ledger does not vouch for), {WHOLE: [...]} for a failure; empty
+    when nothing did."""
+    st = grading_status(course, assignment, student)
+    if st.get("status") == "failed":
+        return {WHOLE: [Reason(Flag.GRADING_FAILED, f"grading failed: {st.get('cause', 'failed')}")]}
+    return {nb: [Reason.from_json(r) for r in reasons] for nb, reasons in sorted((st.get("flags") or {}).items())}
 
 
 def flag_reasons(course: Course, assignment: str, student: str) -> list[str]:
-    """Why the last grading flagged this submission: "notebook: why" lines (a failure, a
-    disagreement with the re-verification, a prediction record missing or edited, a prediction
-    changed after its reveal); empty when nothing did."""
-    st = grading_status(course, assignment, student)
-    if st.get("status") == "failed":
-        return [f"grading failed: {st.get('cause', 'failed')}"]
-    return [f"{nb}: {why}" for nb, whys in sorted((st.get("flags") or {}).items()) for why in whys]
+    """flags() as the lines the instructor reads: "notebook: why" (a failure: "grading failed: ...")."""
+    return [r.message if nb == WHOLE else f"{nb}: {r.message}"
+            for nb, reasons in flags(course, assignment, student).items() for r in reasons]
 
 
 def write_json(path: Path, data) -> None:

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import ast
 import builtins
+import enum
 import json
 import os
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import nbformat
 
@@ -190,17 +192,17 @@ def grading_values(test: TestCell, answers: dict, nb=None) -> dict[str, dict]:
     decisions = ((nb.metadata.get("autograder", {}) if nb is not None else {}).get("predictions") or {}) \
         .get("questions") or {}
     if test.hidden and decisions:
-        from .predictions import answer_question
+        from .predictions import Decision, Rule, answer_question
 
         for name in test.names:
             q = answer_question(test.sources.get(name) or "")
-            d = decisions.get(q) if q else None
-            if not d:
+            d = Decision.from_json(decisions[q]) if q and decisions.get(q) else None
+            if d is None:
                 continue
-            if d.get("withheld") or d["rule"] == "changed-after-reveal":
-                out[name] = {"withheld": d["message"], "rule": d["rule"]}
-            elif d["rule"] == "committed" and name in (d.get("committed") or {}):
-                out[name] = {"value": d["committed"][name]}
+            if d.withheld or d.rule is Rule.CHANGED:
+                out[name] = {"withheld": d.message, "rule": d.rule.value}
+            elif d.rule is Rule.COMMITTED and name in (d.committed or {}):
+                out[name] = {"value": d.committed[name]}
     return out
 
 
@@ -301,29 +303,55 @@ def forget_verifiers() -> None:
     _VERIFIERS.clear()
 
 
+class Values(enum.Enum):
+    """Which answers a verification job runs a test with."""
+
+    GRADED = "graded"          # what grading_values chooses: the verdict is the score
+    FINAL = "final"            # the final answers, the kernel's (where they differ from the graded ones)
+    COMMITTED = "committed"    # the predictions as committed (where a rule withheld them), for the report
+    ONE_ANSWER = "one-answer"  # JobKey.variable the student's, the test's other answers the truth's
+
+
+class JobKey(NamedTuple):
+    """What a verification job's verdict is of: a test cell of a notebook, run with `values`."""
+
+    notebook: str
+    grade_id: str
+    values: Values = Values.GRADED
+    variable: str = ""         # the student's answer, for Values.ONE_ANSWER
+
+    def __str__(self) -> str:
+        what = {Values.GRADED: "", Values.ONE_ANSWER: f" ({self.variable} alone)"}.get(
+            self.values, f" ({self.values.value} answers)")
+        return f"{self.notebook}/{self.grade_id}{what}"
+
+
 def run_clean(tests: list[dict], make_spec, key: str = "", log_file: Path | None = None,
               env: dict | None = None) -> dict:
-    """Verdicts {key: {passed, score, ename, message, label}} for `tests`
-    ([{key, grade_id, source, points, values}]) from this process's clean verifier (started by
-    `make_spec()`, an autograder.sandbox.SandboxSpec, when there is none yet or it died); `env`:
-    variables set for these tests only (the graded student's variant, autograder.variants)."""
+    """Verdicts {JobKey: {passed, score, ename, message, label}} for `tests`
+    ([{key: JobKey, grade_id, source, points, values}]) from this process's clean verifier
+    (started by `make_spec()`, an autograder.sandbox.SandboxSpec, when there is none yet or it
+    died); `env`: variables set for these tests only (the graded student's variant,
+    autograder.variants)."""
     if not tests:
         return {}
     v = _VERIFIERS.get(key)
     if v is None or not v.alive():
         v = _VERIFIERS[key] = Verifier(make_spec(), log_file)
-    results = v.run(tests, env)
-    missing = [t["key"] for t in tests if t["key"] not in results]
+    # the clean process sees each job by its place in the list: it only echoes the key
+    results = v.run([{**t, "key": str(i)} for i, t in enumerate(tests)], env)
+    missing = [str(t["key"]) for i, t in enumerate(tests) if str(i) not in results]
     if missing:
         raise VerifyError(f"the clean re-verification gave no verdict for {', '.join(missing)}")
-    return results
+    return {t["key"]: results[str(i)] for i, t in enumerate(tests)}
 
 
 def verification_jobs(tests: dict, notebooks: dict, truth: dict | None = None) -> list[dict]:
-    """The jobs for one submission: every verifiable test of every notebook, with the values
-    `grading_values` chooses; for a hidden test that reads several answers, one more job per
-    answer with the others set to the truth (the solution's record), so the report can tell
-    which answer was wrong. `notebooks`: {notebook: autograded NotebookNode}."""
+    """The jobs for one submission ({key: JobKey, grade_id, source, points, values}): every
+    verifiable test of every notebook, with the values `grading_values` chooses; for a hidden
+    test that reads several answers, one more job per answer with the others set to the truth
+    (the solution's record), so the report can tell which answer was wrong. `notebooks`:
+    {notebook: autograded NotebookNode}."""
     jobs = []
     for nb_name, cells in tests.items():
         nb = notebooks.get(nb_name)
@@ -336,31 +364,30 @@ def verification_jobs(tests: dict, notebooks: dict, truth: dict | None = None) -
                 continue
             values = grading_values(t, answers, nb)
             base = {"grade_id": t.grade_id, "source": t.source, "points": t.points}
-            jobs.append({**base, "key": f"{nb_name}/{t.grade_id}", "values": values})
+            jobs.append({**base, "key": JobKey(nb_name, t.grade_id), "values": values})
             final = grading_values(t, answers)
             if values != final:
                 # the final answers too: the kernel ran with them (a disagreement with the kernel
                 # means tampering only against this verdict), and the report judges a changed
                 # prediction by the one committed
-                jobs.append({**base, "key": f"{nb_name}/{t.grade_id}|final", "values": final})
+                jobs.append({**base, "key": JobKey(nb_name, t.grade_id, Values.FINAL), "values": final})
                 committed = {n: (_committed(nb, t, n, final[n]) if "withheld" in e else e) for n, e in values.items()}
                 if committed != values:
-                    jobs.append({**base, "key": f"{nb_name}/{t.grade_id}|committed", "values": committed})
+                    jobs.append({**base, "key": JobKey(nb_name, t.grade_id, Values.COMMITTED), "values": committed})
             if t.hidden and truth_answers and len(t.names) > 1:
                 right = grading_values(t, truth_answers)
                 for name in t.names:
                     mixed = {n: (values[n] if n == name else right[n]) for n in t.names}
-                    jobs.append({**base, "key": f"{nb_name}/{t.grade_id}|{name}", "values": mixed})
+                    jobs.append({**base, "key": JobKey(nb_name, t.grade_id, Values.ONE_ANSWER, name), "values": mixed})
     return jobs
 
 
 def _committed(nb, test: TestCell, name: str, final: dict) -> dict:
     """The record entry of `name` as committed (the final one where nothing was committed)."""
-    from .predictions import answer_question
+    from .predictions import Decision, answer_question
 
     q = answer_question(test.sources.get(name) or "")
-    d = nb.metadata["autograder"]["predictions"]["questions"][q]
-    committed = d.get("committed") or {}
+    committed = Decision.from_json(nb.metadata["autograder"]["predictions"]["questions"][q]).committed or {}
     return {"value": committed[name]} if name in committed else final
 
 

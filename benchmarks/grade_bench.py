@@ -3,7 +3,7 @@ whole class (the fair baseline), and the execution floor, on the same class in t
 
     .venv/bin/python benchmarks/grade_bench.py [ASSIGNMENT] [--correct 20] [--wrong 10] [--no-hang]
 
-The class is autograder.synthetic's (correct, partly wrong, blank, syntax error, memory bomb,
+The class is tests/synthetic.py's (correct, partly wrong, blank, syntax error, memory bomb,
 deleted test, edited locked cell, warnings: 36 submissions by default), built from a fresh
 release. Every side starts from nothing (no gradebook) and is timed wall-clock end to end:
 
@@ -41,7 +41,9 @@ from pathlib import Path
 from autograder.course import default_jobs
 from autograder.grade import cell_scores
 from autograder.release import REPO, SOURCE, assignments, generate
-from autograder.synthetic import KINDS, default_roster, make_class
+
+sys.path.insert(0, str(REPO / "tests"))     # the synthetic class is a test helper (tests/synthetic.py)
+from synthetic import KINDS, default_roster, make_class  # noqa: E402
 
 ANSWERS = REPO / "tests" / "answers"      # each lesson's wrong answers (the walk-through's)
 BENCH_KINDS = tuple(k for k in KINDS if k not in ("hostile", "stubborn_loop", "not_a_notebook", "infinite_loop"))

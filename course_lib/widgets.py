@@ -6,7 +6,7 @@ says what it shows; the numbers beside it sit in a live region, so a screen read
 each new result. The sliders are named, native range inputs: Tab to one, then the arrow keys
 (``course_lib.accessible_widgets``). It is rendered at twice its displayed size (``CHART_WIDTH_PX``
 CSS pixels wide, at most the output's width) so it stays sharp on HiDPI screens and when the
-browser scales it down; one redraw costs tens of ms (``python -m course_lib.bench``). Every
+browser scales it down; one redraw costs tens of ms (``benchmarks/course_lib_bench.py``). Every
 explorer has an ``update()`` method the bench times.
 
 Each explorer opens on the lesson's own configuration: ``chip=`` (one of ``hardware``),

@@ -1,5 +1,5 @@
 """End to end on a real course notebook: a synthetic class of 21 gradable submissions (plus one
-that is not a notebook), generated from the student release by autograder.synthetic, collected,
+that is not a notebook), generated from the student release by tests/synthetic.py, collected,
 graded, fed back, reported and exported through `python -m autograder`, as an instructor would.
 
 Expected scores are exact, per test cell. The hostile student tries to read the solutions, the
@@ -25,8 +25,8 @@ from autograder.feedback import leaked_lines, source_secrets
 from autograder.grade import cell_scores
 from autograder.release import assignments
 from autograder.sandbox import probe
-from autograder.synthetic import KINDS, default_roster, make_class
 from course_lib.exercises.question_ids import metadata
+from synthetic import KINDS, default_roster, make_class
 from tiny_course import run_cli
 
 REPO = Path(__file__).resolve().parent.parent

@@ -139,13 +139,15 @@ def test_student_repository_holds_what_students_need_and_nothing_else(student_re
     assert top == {"README.md", "Makefile", ".gitignore", ".student-repository", "pyproject.toml", "environment.yml",
                    "postBuild", "course_lib", "notebooks", "deploy"}, top
     assert {p.name for p in (student_repo / "deploy").iterdir()} == {"student-jupyter"}
-    for private in ("solutions", "autograder", "tests", "benchmarks", "nbgrader_config.py", "deploy/jupyterhub"):
+    for private in ("solutions", "autograder", "course_hub", "tests", "benchmarks", "nbgrader_config.py",
+                    "deploy/jupyterhub"):
         assert not (student_repo / private).exists(), private
     assert not list(student_repo.rglob("__pycache__"))
     for nb in RELEASE.glob("*/*.ipynb"):
         assert (student_repo / "notebooks" / nb.relative_to(RELEASE)).read_bytes() == nb.read_bytes()
     assert os.access(student_repo / "postBuild", os.X_OK)
-    assert "autograder" not in (student_repo / "pyproject.toml").read_text().split("[tool.setuptools.packages.find]")[1]
+    packages = (student_repo / "pyproject.toml").read_text().split("[tool.setuptools.packages.find]")[1]
+    assert "autograder" not in packages and "course_hub" not in packages
     makefile = (student_repo / "Makefile").read_text()
     assert "JUPYTER_CONFIG_PATH=deploy/student-jupyter" in makefile and "jupyter lab" in makefile
 
@@ -343,7 +345,7 @@ def installed(tmp_path_factory):
     where = tmp_path_factory.mktemp("installed")
     src = where / "src"
     src.mkdir()
-    for rel in ("pyproject.toml", "README.md", "course_lib", "autograder"):
+    for rel in ("pyproject.toml", "README.md", "course_lib", "autograder", "course_hub"):
         (shutil.copytree if (REPO / rel).is_dir() else shutil.copy)(REPO / rel, src / rel)
     venv, env = fresh_env(where)
     assert not (venv / "share" / "jupyter" / "labextensions" / LABEXTENSION).exists()
@@ -354,8 +356,9 @@ def installed(tmp_path_factory):
     course.mkdir()
     for rel in ("nbgrader_config.py", "solutions", "notebooks"):
         (shutil.copytree if (REPO / rel).is_dir() else shutil.copy)(REPO / rel, course / rel)
-    p = python(venv, "import autograder; print(autograder.__file__)", env, where)
-    assert Path(p.stdout.strip()).is_relative_to(venv / "lib"), p.stdout + p.stderr
+    for package in ("autograder", "course_hub"):        # what the hub's shared environment installs
+        p = python(venv, f"import {package}; print({package}.__file__)", env, where)
+        assert Path(p.stdout.strip()).is_relative_to(venv / "lib"), p.stdout + p.stderr
     return {"venv": venv, "env": env, "where": where, "course": course}
 
 

@@ -1,6 +1,6 @@
 """The Assignment List's "(view feedback)" opens the feedback page: nbgrader's exchange list, as
 the students' server extension builds it from the hub kit's nbgrader config, gives the page's path
-where nbgrader's own gives the folder (autograder.feedback_link), and the course's JupyterLab
+where nbgrader's own gives the folder (course_hub.feedback_link), and the course's JupyterLab
 extension (course_lib/labextension/) opens the page nbgrader's link goes to."""
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def kit_config() -> Config:
 
 
 def test_the_kit_configures_the_list():
-    assert kit_config().ExchangeFactory.list == "autograder.feedback_link.FeedbackPageList"
+    assert kit_config().ExchangeFactory.list == "course_hub.feedback_link.FeedbackPageList"
 
 
 def test_view_feedback_points_at_the_page(tmp_path):

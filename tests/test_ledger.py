@@ -1,4 +1,4 @@
-"""The hub's prediction ledger without a hub: the service (autograder.ledger_service) behind a
+"""The hub's prediction ledger without a hub: the service (course_hub.ledger_service) behind a
 stand-in for the hub's token check, course_lib posting to it, and the grader's comparison
 (autograder.ledger). The kit's hub runs it for real in tests/test_hub.py."""
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 import requests
 
 from autograder import ledger as G
-from autograder import ledger_service as S
+from course_hub import ledger_service as S
 from autograder.predictions import read_record
 from course_lib import ledger as L
 from course_lib.exercises import predictions as P
@@ -198,7 +198,7 @@ def test_the_service_stops_at_once_on_the_hub_s_signals_even_with_sigint_ignored
     port = _free_port()
     env = {**os.environ, "JUPYTERHUB_SERVICE_URL": f"http://127.0.0.1:{port}", "JUPYTERHUB_API_TOKEN": "unused",
            "JUPYTERHUB_API_URL": "http://127.0.0.1:9/hub/api"}
-    proc = subprocess.Popen([sys.executable, "-m", "autograder.ledger_service", "--store", str(store)], env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "course_hub.ledger_service", "--store", str(store)], env=env,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -228,7 +228,7 @@ def test_a_signal_that_comes_as_the_service_starts_listening_stops_it_cleanly(tm
     program = (
         "import os, signal, sys\n"
         "from tornado import web\n"
-        "from autograder import ledger_service\n"
+        "from course_hub import ledger_service\n"
         "listen = web.Application.listen\n"
         "def signalled_listen(self, *a, **k):\n"
         f"    os.kill(os.getpid(), {int(sig)})\n"
@@ -291,7 +291,7 @@ def test_an_honest_record_is_vouched_and_a_rewritten_one_differs(service, notebo
     record = read_record(notebook_folder, "lesson", QUESTIONS)
     assert record.problems == [] and record.present
     honest = G.check({"lesson": record}, {"lesson": QUESTIONS}, entries)
-    assert honest == {"status": G.VOUCHED, "problems": {}}
+    assert honest == {"status": G.Vouch.VOUCHED, "problems": {}}
 
     # the student's script rewrites the commit to the truth: the chain checks still pass...
     rewrite(notebook_folder / P.RECORD_FILE, "hello_q1", {"q1_x": 4.0})
@@ -299,7 +299,7 @@ def test_an_honest_record_is_vouched_and_a_rewritten_one_differs(service, notebo
     assert forged.problems == [] and P.history(forged.events, "hello_q1")["committed"]["q1_x"]["value"] == 4.0
     # ...the ledger does not
     got = G.check({"lesson": forged}, {"lesson": QUESTIONS}, entries)
-    assert got["status"] == G.DIFFERS, got
+    assert got["status"] is G.Vouch.DIFFERS, got
     lines = got["problems"]["lesson"]
     assert any("commits and reveals are not in the ledger (the first: Q1 commit at" in x and x.endswith("q1_x = 4)")
                for x in lines), lines
@@ -319,7 +319,7 @@ def test_a_fresh_copy_answered_after_the_truth_was_seen_differs(service, noteboo
     record = read_record(notebook_folder, "lesson", QUESTIONS)
     assert record.problems == []
     got = G.check({"lesson": record}, {"lesson": QUESTIONS}, G.load(str(store))["ann"])
-    assert got["status"] == G.DIFFERS
+    assert got["status"] is G.Vouch.DIFFERS
     assert got["problems"]["lesson"] == [f"{G.DIFFERS}: the ledger has q1_x = 1 committed for Q1 before its first "
                                          f"reveal (at {P.clock(G._ledger_history(G.load(str(store))['ann'], 'hello_q1')['revealed']['received'])}); "
                                          "the record grades q1_x = 4"]
@@ -331,7 +331,7 @@ def test_without_a_ledger_a_record_is_not_vouched(notebook_folder, monkeypatch):
     events = P.load_record(notebook_folder / P.RECORD_FILE)
     assert events and not any("ledger" in e for e in events)            # off the hub: today's record
     record = read_record(notebook_folder, "lesson", QUESTIONS)
-    assert G.check({"lesson": record}, {"lesson": QUESTIONS}, None) == {"status": G.NOT_VOUCHED, "problems": {}}
+    assert G.check({"lesson": record}, {"lesson": QUESTIONS}, None) == {"status": G.Vouch.NOT_VOUCHED, "problems": {}}
     # graded with a ledger that never heard of this student: every event is missing from it
     got = G.check({"lesson": record}, {"lesson": QUESTIONS}, [])
     assert got["problems"]["lesson"] == [f"{G.DIFFERS}: {len(events)} of the record's {len(events)} commits and "

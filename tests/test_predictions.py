@@ -280,7 +280,7 @@ def _final(**values):
 
 
 def test_a_by_hand_answer_is_graded_as_committed_like_a_prediction(record):
-    from autograder.predictions import CHANGED, decide, question_cells
+    from autograder.predictions import Rule, decide, question_cells
     from autograder.verify import TestCell
 
     test = TestCell(notebook="hello_roofline", grade_id="hello_q1_correct", source="", points=2, hidden=True, names=["q1_intensity"],
@@ -292,7 +292,7 @@ def test_a_by_hand_answer_is_graded_as_committed_like_a_prediction(record):
     q1_intensity = 0.25  # noqa: F841
     check_form("hello_q1", q1_intensity=Number("FLOP/byte"))
     d = decide(_grading_record(events(record)), "hello_q1", ["q1_intensity"], _final(q1_intensity=0.25))
-    assert d.rule == CHANGED and d.withheld and d.committed == {"q1_intensity": encode(0.5)}
+    assert d.rule is Rule.CHANGED and d.withheld and d.committed == {"q1_intensity": encode(0.5)}
     assert "Q1 was changed after its truth was revealed: you committed q1_intensity = 0.5" in d.message
 
 
@@ -321,7 +321,8 @@ def test_a_verify_cells_saved_output_shows_its_truth():
 
 
 def test_a_truth_shown_without_a_recorded_reveal_counts_as_revealed_after_the_first_commit(record):
-    from autograder.predictions import CHANGED, SHOWN, decide
+    from autograder.flags import Flag
+    from autograder.predictions import Rule, decide
 
     q1_speedup = 3.0  # noqa: F841
     check_form("wall_q1", q1_speedup=Number())
@@ -329,24 +330,27 @@ def test_a_truth_shown_without_a_recorded_reveal_counts_as_revealed_after_the_fi
     check_form("wall_q1", q1_speedup=Number())          # a "revision before the reveal": none recorded
     ev = events(record)
     d = decide(_grading_record(ev, ["wall_q1"]), "wall_q1", ["q1_speedup"], _final(q1_speedup=1.643))
-    assert d.rule == CHANGED and d.withheld and d.committed == {"q1_speedup": encode(3.0)}
-    assert "without a recorded reveal" in d.flag
+    assert d.rule is Rule.CHANGED and d.withheld and d.committed == {"q1_speedup": encode(3.0)}
+    assert d.reason.flag is Flag.TRUTH_SHOWN_UNRECORDED and "without a recorded reveal" in d.reason.message
     same = decide(_grading_record(ev[:1], ["wall_q1"]), "wall_q1", ["q1_speedup"], _final(q1_speedup=3.0))
-    assert same.rule == "committed" and not same.withheld and "without a recorded reveal" in same.flag
+    assert same.rule is Rule.COMMITTED and not same.withheld and same.reason.flag is Flag.TRUTH_SHOWN_UNRECORDED
     none = decide(_grading_record([], ["wall_q1"]), "wall_q1", ["q1_speedup"], _final(q1_speedup=1.643))
-    assert none.rule == SHOWN and none.withheld
+    assert none.rule is Rule.SHOWN and none.withheld and none.reason.flag is Flag.TRUTH_SHOWN_UNCOMMITTED
     plain = decide(_grading_record(ev), "wall_q1", ["q1_speedup"], _final(q1_speedup=1.643))
-    assert plain.rule == "final" and not plain.withheld and not plain.flag     # no truth on screen
+    assert plain.rule is Rule.FINAL and not plain.withheld and plain.reason is None     # no truth on screen
 
 
 def test_no_record_follows_the_instructors_policy_and_is_flagged_either_way():
-    from autograder.predictions import NO_RECORD, Record, decide
+    from autograder.flags import Flag
+    from autograder.predictions import Record, Rule, decide
 
     none = Record([], [], "none")
     final = decide(none, "wall_q1", ["q1_speedup"], _final(q1_speedup=1.643))
-    assert final.rule == NO_RECORD and not final.withheld and "final answer" in final.flag
+    assert final.rule is Rule.NO_RECORD and not final.withheld and final.reason.flag is Flag.NO_RECORD
+    assert "final answer" in final.reason.message
     zero = decide(none, "wall_q1", ["q1_speedup"], _final(q1_speedup=1.643), "zero-predictions")
-    assert zero.rule == NO_RECORD and zero.withheld and "no correctness points" in zero.flag
+    assert zero.rule is Rule.NO_RECORD and zero.withheld and zero.reason.flag is Flag.NO_RECORD_ZERO
+    assert "no correctness points" in zero.reason.message
     assert "Q1 earns no correctness points" in zero.message
     with pytest.raises(ValueError, match="final, zero-predictions"):
         decide(none, "wall_q1", ["q1_speedup"], {}, "lenient")
@@ -387,7 +391,7 @@ def test_a_declared_questions_verify_cell_judges_the_committed_answer(record, ca
 def test_a_questions_reasoning_is_no_change_of_its_answer(record):
     """A declared question's hidden test reads its reasoning too; the commit keeps the reasoning
     as its reason: the answer is compared on the answers alone."""
-    from autograder.predictions import CHANGED, decide
+    from autograder.predictions import Rule, decide
 
     q3_prediction, q3_reasoning = 256, "With N = K = 4096 the intensity grows with M until it meets the ridge."
     check_form("hello_q3", q3_prediction=Number(), q3_reasoning=Reason())
@@ -395,10 +399,10 @@ def test_a_questions_reasoning_is_no_change_of_its_answer(record):
     names = ["q3_prediction", "q3_reasoning"]
     same = decide(_grading_record(events(record)), "hello_q3", names,
                   _final(q3_prediction=256, q3_reasoning="Reworded after the reveal, the same answer."))
-    assert same.rule == "committed" and not same.withheld and same.committed == {"q3_prediction": encode(256)}
+    assert same.rule is Rule.COMMITTED and not same.withheld and same.committed == {"q3_prediction": encode(256)}
     changed = decide(_grading_record(events(record)), "hello_q3", names,
                      _final(q3_prediction=128, q3_reasoning=q3_reasoning))
-    assert changed.rule == CHANGED and "the notebook ends with q3_prediction = 128." in changed.message
+    assert changed.rule is Rule.CHANGED and "the notebook ends with q3_prediction = 128." in changed.message
 
 
 def test_a_declared_questions_receipt_names_its_kind(record):

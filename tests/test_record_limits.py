@@ -14,7 +14,7 @@ import time
 import pytest
 
 from autograder import autograde, predictions
-from autograder.predictions import (CHANGED, MAX_EVENTS_PER_QUESTION, MAX_VALUE_CHARS, Record, RecordOverLimits,
+from autograder.predictions import (MAX_EVENTS_PER_QUESTION, MAX_VALUE_CHARS, Record, RecordOverLimits, Rule,
                                     decide, read_record, truth_shown)
 from course_lib import Q_
 from course_lib.exercises import answers
@@ -62,7 +62,7 @@ def test_the_decision_decodes_no_revision_after_the_reveal(decodes, revisions):
     events = record(revisions, items=50)
     final = {"q1_time": {"value": encode(Q_(7.36, "ms"))}}
     d = decide(Record(events, [], "notebook", events), Q, ["q1_time"], final)
-    assert d.rule == CHANGED and d.withheld and d.committed == _values(0, 50)
+    assert d.rule is Rule.CHANGED and d.withheld and d.committed == _values(0, 50)
     # the committed answer and the final one, once each, for the comparison and the message: the
     # same for 10 revisions as for 400 (the old decision decoded two values per revision)
     assert len(decodes) <= 4, len(decodes)

@@ -11,6 +11,6 @@ c.Exchange.root = "@EXCHANGE@"
 # Students fetch into ~/@COURSE_ID@/<assignment>/: the folder the hub opens for them.
 c.Exchange.path_includes_course = True
 # The Assignment List's "(view feedback)" goes to the feedback page, not only its folder
-# (autograder.feedback_link: nbgrader's exchange list, the link's path changed); the course's
+# (course_hub.feedback_link: nbgrader's exchange list, the link's path changed); the course's
 # JupyterLab extension (course_lib/labextension/) opens the page it goes to.
-c.ExchangeFactory.list = "autograder.feedback_link.FeedbackPageList"
+c.ExchangeFactory.list = "course_hub.feedback_link.FeedbackPageList"

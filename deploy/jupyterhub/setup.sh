@@ -8,7 +8,8 @@
 #   1. OS packages: bubblewrap (grading sandbox), node + npm, python3-venv (apt, only if missing)
 #   2. configurable-http-proxy from npm (only if missing)
 #   3. the shared environment PREFIX/env: jupyterhub + this course's package with its `course`
-#      extra, installed from this checkout (not editable); rebuilt only when the sources change
+#      extra, installed from this checkout (not editable; course_hub, the ledger service and the
+#      students' Assignment List, is in it); rebuilt only when the sources change
 #   4. nbgrader for everyone (PREFIX/env/etc/jupyter/nbgrader_config.py: exchange, course id)
 #      and the instructor-side nbgrader extensions switched off for everyone
 #   5. the exchange directory with nbgrader's documented permissions (1777)
@@ -43,7 +44,7 @@ TASKS_LIMIT=512                         # processes + threads per student
 CPU_LIMIT=2                             # cores per student server (systemd); local spawner: nice
 NICE=10
 PROFILE_D=/etc/profile.d/roofline-course.sh
-LEDGER_DIR=/var/lib/roofline-ledger      # the prediction ledger's files (autograder.ledger_service)
+LEDGER_DIR=/var/lib/roofline-ledger      # the prediction ledger's files (course_hub.ledger_service)
 LEDGER_URL=http://127.0.0.1:8790        # where the ledger service listens (loopback only)
 LEDGER_USER=roofline-ledger             # the system user the service runs as: the only writer
 LEDGER=yes
@@ -201,7 +202,7 @@ fi
 REQUIREMENTS=("jupyterhub>=5" "$SRC[course]")
 [[ "$SPAWNER" == systemd ]] && REQUIREMENTS+=("jupyterhub-systemdspawner>=1")
 stamp="$(cd "$SRC" && { printf '%s\n' "${REQUIREMENTS[@]}";
-                          find pyproject.toml course_lib autograder -type f \
+                          find pyproject.toml course_lib autograder course_hub -type f \
                                \( -name '*.py' -o -name '*.toml' -o -name '*.md' -o -name '*.json' -o -name '*.js' \) \
                                -not -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum; } \
                         | sha256sum | cut -d' ' -f1)"

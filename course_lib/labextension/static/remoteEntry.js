@@ -7,7 +7,7 @@
   var NAME = "roofline-course";
 
   // nbgrader's Assignment List link "(view feedback)" runs filebrowser:go-to-path on the
-  // submission's feedback page (autograder.feedback_link makes it the page, not its folder):
+  // submission's feedback page (course_hub.feedback_link makes it the page, not its folder):
   // that only moves the file browser and selects the page. We open the page once the browser
   // has moved, rather than patching nbgrader's JavaScript. Only a page of nbgrader's feedback
   // layout, <assignment>/feedback/<timestamp>/<notebook>.html, is opened; every other

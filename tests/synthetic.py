@@ -1,4 +1,5 @@
-"""A synthetic class, generated from the student release, for the tests and the benchmark.
+"""A synthetic class, generated from the student release, for the tests and the benchmark
+(tests/test_autograder_class.py, benchmarks/grade_bench.py).
 
 Each student is the release of every notebook of the assignment with its answer cells filled in:
 * correct: the solution's answer (the solution cell without its delimiters);
@@ -26,9 +27,9 @@ import nbformat
 
 from course_lib.exercises.question_ids import metadata, question_of
 
-from .course import HIDDEN_BEGIN
-from .release import SOURCE
-from .authoring import read_source
+from autograder.authoring import read_source
+from autograder.course import HIDDEN_BEGIN
+from autograder.release import SOURCE
 
 #: every kind of student make_class knows, in a default class
 KINDS = ("correct", "wrong", "blank", "syntax_error", "infinite_loop", "memory_bomb", "stubborn_loop",
@@ -307,11 +308,11 @@ def make_class(assignment: str, out: Path, *, release_dir: Path, source: Path = 
     return manifest
 
 
-if __name__ == "__main__":   # python -m autograder.synthetic ASSIGNMENT OUT ANSWERS_DIR
+if __name__ == "__main__":   # python tests/synthetic.py ASSIGNMENT OUT ANSWERS_DIR
     import sys
     import tempfile
 
-    from .release import generate
+    from autograder.release import generate
 
     a, dest, answers = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,4 +1,5 @@
-"""Speed benchmark: ``python -m course_lib.bench`` prints figures (it asserts nothing).
+"""Speed benchmark of course_lib: ``python benchmarks/course_lib_bench.py`` (``make bench``) prints
+figures (it asserts nothing).
 
 Measured here, not in timed tests: shared machines are noisy, so compare figures within one
 run. Targets (issue "course_lib: a correct, fast roofline solver"): fresh-process import
@@ -12,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from .formatting import fmt_time
+from course_lib.formatting import fmt_time
 
 
 def _median_time(fn, repeat=7, number=200):

@@ -17,7 +17,7 @@ Every request needs ``Authorization: token <the user's JupyterHub token>`` (401 
 for a token the hub does not know or one without access to this service). Bad input gets a 4xx
 with a JSON ``{"error": ...}`` saying what was expected.
 
-    python -m autograder.ledger_service --store DIR [--instructors-group NAME]
+    python -m course_hub.ledger_service --store DIR [--instructors-group NAME]
 """
 from __future__ import annotations
 
@@ -254,7 +254,7 @@ def main(argv=None) -> None:
 
     from jupyterhub.services.auth import HubAuth
 
-    p = argparse.ArgumentParser(prog="python -m autograder.ledger_service", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m course_hub.ledger_service", description=__doc__.split("\n\n")[0])
     p.add_argument("--store", required=True, help="the folder the ledger's files go to (only this service writes it)")
     p.add_argument("--instructors-group", default="", help="the Unix group whose members may read every ledger")
     args = p.parse_args(argv)

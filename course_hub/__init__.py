@@ -1,0 +1,11 @@
+"""The course's pieces of its JupyterHub deployment (deploy/jupyterhub/), installed with the
+package into the hub's shared environment:
+
+* course_hub.ledger_service -- the prediction ledger, a service the hub runs
+  (`python -m course_hub.ledger_service`, as its own Unix user: jupyterhub_config.py);
+* course_hub.feedback_link -- the students' servers' nbgrader Assignment List, whose "(view
+  feedback)" opens the feedback page (nbgrader_config.student.py configures it).
+
+Neither grades anything: the grader (autograder) reads the ledger's files or URL, and knows
+nothing of this package.
+"""
