@@ -656,9 +656,19 @@ def test_a_measurement_that_sees_a_step_times_the_zone_again(monkeypatch):
 
     monkeypatch.setattr(cpu, "find_levels", first_with_a_step)
     # the recheck runs only within the plan's time budget: on a loaded test machine a quick
-    # measurement can use all 5 s of it, so the budget here is out of reach
+    # measurement can use all 5 s of it, so the budget here is out of reach. What is rechecked
+    # is L1 and L2: the sweep stops past L2's zone (not at DRAM), and the peaks and kernels are
+    # small (about 1 s in all instead of 5-10 s)
     planned = cpu.make_plan
-    monkeypatch.setattr(cpu, "make_plan", lambda *a, **k: dataclasses.replace(planned(*a, **k), budget_s=1e6))
+
+    def small(quick, threads, caches, *a, **k):
+        plan = planned(quick, threads, caches, *a, **k)
+        past_l2 = zones(caches, threads).get("L2", (0, 2 * MiB))[1] * 4 * threads
+        return dataclasses.replace(plan, budget_s=1e6, max_total=int(min(plan.max_total, past_l2)),
+                                   vector_n=2**16, matmul_sizes=(64,), peak_min_n=64, peak_max_n=128,
+                                   warmup_s=0.01, peak_every_s=None)
+
+    monkeypatch.setattr(cpu, "make_plan", small)
     hw = cpu.measure_cpu(quick=True, threads=1)          # not this_machine(): nothing cached
     if not hw.levels["L2"].points:
         pytest.skip("this machine's sweep has no size in the L2 zone (no L2 reported)")
