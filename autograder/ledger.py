@@ -30,7 +30,7 @@ from pathlib import Path
 
 from course_lib import ledger as L
 from course_lib.exercises import predictions as P
-from course_lib.question_ids import label as _label
+from course_lib.exercises.question_ids import label as _label
 
 VOUCHED = "vouched"
 NOT_VOUCHED = "not vouched"

@@ -187,7 +187,7 @@ def test_unanswered_is_reported_by_name_everywhere():
 
 def test_answers_are_found_where_a_notebook_or_the_grader_keeps_them():
     # the grader: a hidden test's source run in a fresh namespace holding the recorded answers
-    exec("from course_lib.checks import check_answer, Ratio\n"
+    exec("from course_lib.exercises.checks import check_answer, Ratio\n"
          "check_answer('t_q1', 'q1_speedup', Ratio(), 1.643)", {"q1_speedup": 1.65})
     # a function's locals (a check called inside a loop in a helper)
     def inner():

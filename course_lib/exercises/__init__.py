@@ -9,6 +9,6 @@
 * ``answers``: answer values written down as JSON and read back exactly.
 
 They depend on ``course_lib.units`` only (and on ``course_lib.questions`` when a check looks a
-question up), never on the physics. Their old names (``course_lib.checks`` and the others) stay
-importable as re-exports. Nothing is imported here, so ``import course_lib`` stays as fast.
+question up), never on the physics. Nothing is imported here, so ``import course_lib`` stays as
+fast.
 """

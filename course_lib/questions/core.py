@@ -13,7 +13,7 @@ question with :func:`question`; the notebook then needs one line per cell:
 The hidden test and the verify cell read the same :class:`Solution`, so they cannot disagree,
 and nothing in a verify cell's source states the answer or how to find it before it runs.
 
->>> from course_lib.answer_forms import Ratio, Reason
+>>> from course_lib.exercises.answer_forms import Ratio, Reason
 >>> @question("demo_q1", rule="prediction", specs={"q1_x": Ratio(rel_tol=0.1), "q1_why": Reason()})
 ... def _demo():
 ...     return Solution({"q1_x": Truth(2.0, mistakes={"inverted-ratio": 0.5})}, hint="Divide.")
@@ -32,8 +32,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..answer_forms import Reason, Spec
-from ..misconceptions import MISCONCEPTIONS, CheckFailed
+from ..exercises.answer_forms import Reason, Spec
+from ..exercises.misconceptions import MISCONCEPTIONS, CheckFailed
 from . import variants
 
 __all__ = ["Question", "Solution", "Truth", "question", "get", "REGISTRY", "RULES", "takeaways", "lesson_questions",
@@ -62,7 +62,7 @@ class Truth:
         unknown = [k for k in self.mistakes if k not in MISCONCEPTIONS]
         if unknown:
             raise ValueError(f"unknown misconception label(s) {unknown}; add them to "
-                             "course_lib.misconceptions.MISCONCEPTIONS")
+                             "course_lib.exercises.misconceptions.MISCONCEPTIONS")
 
 
 @dataclass
@@ -165,8 +165,8 @@ def get(qid: str) -> Question:
 
 
 def _caller_namespace(frame) -> dict:
-    """The answers visible where the cell runs, nearest first (as course_lib.checks looks)."""
-    from ..checks import _namespaces
+    """The answers visible where the cell runs, nearest first (as course_lib.exercises.checks looks)."""
+    from ..exercises.checks import _namespaces
 
     merged: dict = {}
     for space in reversed(_namespaces(frame)):
@@ -176,9 +176,9 @@ def _caller_namespace(frame) -> dict:
 
 def check_form(qid: str) -> None:
     """The visible form check of a declared question: each answer has the form its spec asks
-    for (not whether it is right); a passing check commits the answer (course_lib.predictions)."""
+    for (not whether it is right); a passing check commits the answer (course_lib.exercises.predictions)."""
     __tracebackhide__ = True
-    from .. import checks
+    from ..exercises import checks
 
     q = get(qid)
     frame = sys._getframe(1)
@@ -191,7 +191,7 @@ def grade(qid: str, *, namespace: dict | None = None, givens: dict | None = None
     computed now, for the variant of the student graded (or `givens`). Raises CheckFailed naming
     every wrong variable (the first one's label)."""
     __tracebackhide__ = True
-    from .. import checks
+    from ..exercises import checks
 
     q = get(qid)
     ns = namespace if namespace is not None else _caller_namespace(sys._getframe(1))
@@ -215,7 +215,7 @@ def show(qid: str, *, namespace: dict | None = None) -> None:
     prediction, recording the reveal), prints the arithmetic, then each answer next to the
     truth, naming the classic mistake it looks like."""
     __tracebackhide__ = True
-    from .. import checks
+    from ..exercises import checks
 
     q = get(qid)
     ns = namespace if namespace is not None else _caller_namespace(sys._getframe(1))
@@ -245,7 +245,7 @@ def lesson_questions(prefix: str) -> list[Question]:
 def takeaways(prefix: str) -> None:
     """The lesson's take-aways (its module's TAKEAWAYS), shown only once every graded question
     of the lesson has had its truth shown; until then, which question comes next."""
-    from .. import predictions
+    from ..exercises import predictions
 
     module = importlib.import_module(lesson_module(f"{prefix}_q0"))
     events = predictions.load_record(predictions.record_path())

@@ -76,7 +76,7 @@ def _values(v):
 
 def problems(qid: str, givens: dict) -> list[str]:
     """Why the variant `givens` of question `qid` may not be asked (empty: admissible)."""
-    from ..answer_forms import Choice, Number, Ratio, Regime
+    from ..exercises.answer_forms import Choice, Number, Ratio, Regime
     from ..sensitivity import STANDARD, perturb
     from .core import get
 

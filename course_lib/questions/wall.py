@@ -7,7 +7,7 @@ verify.
 """
 from __future__ import annotations
 
-from ..answer_forms import Choice, Number, Ratio, Reason
+from ..exercises.answer_forms import Choice, Number, Ratio, Reason
 from .core import Solution, Truth, question
 from .hello import chip_words
 
