@@ -50,6 +50,9 @@ from pathlib import Path
 import nbformat
 
 from .course import Course, answer_cells
+from .predictions import counted_answer
+from .predictions import decision_of as _decision
+from .status import graded_students
 from .values import decode_entry, show
 from . import csvsafe
 
@@ -145,15 +148,6 @@ def _preflight(course: Course, assignment: str, sandbox: bool) -> dict:
 # ---------------------------------------------------------------------------------------------
 # the report
 # ---------------------------------------------------------------------------------------------
-def graded_students(course: Course, assignment: str) -> list[str]:
-    """Students whose submission of `assignment` is graded (not failed), with an autograded copy."""
-    from .status import failed_students
-
-    failed = failed_students(course, assignment)
-    return sorted(p.parent.name for p in course.autograded.glob(f"*/{assignment}")
-                  if p.is_dir() and not p.parent.name.startswith(".") and p.parent.name not in failed)
-
-
 def _variable_verdict(var: str, tests: list, verdicts: dict) -> tuple[bool, str | None]:
     """(right, label) of one answer variable from its question's clean verdicts."""
     right, label = True, None
@@ -250,24 +244,6 @@ def misconceptions(course: Course, assignment: str, truth_record: dict | None = 
                     rows.append({**base, "answer": truth_label, "count": 0, "is_truth": True, "label": "",
                                  "examples": ""})
     return rows
-
-
-def _decision(meta: dict, cell):
-    """The prediction rule the grader applied to this answer cell's question (or None)."""
-    from .predictions import answer_question
-
-    if answer_question(cell.grade_id) is None:
-        return None
-    return (((meta.get("predictions") or {}).get("questions") or {}).get(cell.question))
-
-
-def counted_answer(meta: dict, cell, var: str):
-    """The answer the report counts: for a predict-then-verify question, the prediction
-    committed before the truth was revealed; otherwise the final answer."""
-    d = _decision(meta, cell)
-    if d and d.get("rule") in ("committed", "changed-after-reveal") and var in (d.get("committed") or {}):
-        return {"value": d["committed"][var]}
-    return (meta.get("answers", {}).get(cell.grade_id) or {}).get(var)
 
 
 def changes_after_reveal(course: Course, assignment: str) -> list[dict]:

@@ -24,7 +24,6 @@ import ast
 import builtins
 import json
 import os
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -32,7 +31,7 @@ import nbformat
 
 from course_lib.exercises.question_ids import metadata, question_of, role_of
 
-from .course import HIDDEN_BEGIN, assigned_names
+from .course import HIDDEN_BEGIN, assigned_names, declared_variables
 from . import verifier_program
 
 #: a test cell that takes longer than this in the clean process has a problem of its own
@@ -103,18 +102,6 @@ def named_answers(source: str, answers) -> list[str]:
                 if name in answers:
                     found.append((node.lineno, node.col_offset, name))
     return list(dict.fromkeys(n for _, _, n in sorted(found)))
-
-
-def declared_variables(qid: str) -> list[str]:
-    """The answer variables of a question declared in course_lib.questions, or []."""
-    if not re.fullmatch(r"[a-z]+_q\d+[a-z]?", qid):
-        return []
-    try:
-        from course_lib.questions import get
-
-        return get(qid).variables
-    except (KeyError, ImportError):
-        return []
 
 
 _meta = metadata       # a cell's nbgrader metadata (course_lib.exercises.question_ids)

@@ -63,6 +63,7 @@ from __future__ import annotations
 import math
 import sys
 
+from . import declared
 from .answer_forms import (Choice, NotAnAnswer, Number, Ratio, Reason, Regime, Spec,
                            WholeNumber)
 from .misconceptions import MISCONCEPTIONS, CheckFailed, describe
@@ -79,7 +80,7 @@ _RERUN = "re-run the setup cell and your answer cells (Run All, or Run > Run All
 
 
 # ---- looking answers up by name -------------------------------------------------------------
-def _namespaces(frame) -> list:
+def namespaces(frame) -> list:
     """Where an answer may live, nearest first: the calling frame's locals and globals, then
     the notebook's (IPython's user namespace, or __main__'s). The grader runs a hidden test
     with the recorded answers as the frame's globals; a notebook kernel runs cells in its
@@ -130,20 +131,20 @@ def check_form(question: str, *, namespace: dict | None = None, **specs: Spec) -
     __tracebackhide__ = True
     _check_question(question)
     if not specs:         # a question declared in course_lib.questions brings its own specs
-        from ..questions import get
-
-        try:
-            specs = get(question).specs
-        except KeyError:
+        q = declared.find(question)
+        if q is None:
             raise TypeError("check_form needs the answer variables, e.g. q2_ridge=Number('FLOP/byte'), "
-                            f"or the id of a question declared in course_lib.questions; {question!r} is neither") from None
-    return _check_form_from(sys._getframe(1), question, specs, namespace)
+                            f"or the id of a question declared in course_lib.questions; {question!r} is neither")
+        specs = q.specs
+    return check_form_from(sys._getframe(1), question, specs, namespace)
 
 
-def _check_form_from(frame, question: str, specs: dict, namespace: dict | None = None) -> None:
-    """check_form, the answers looked up from `frame` (the cell's) unless `namespace` is given."""
+def check_form_from(frame, question: str, specs: dict, namespace: dict | None = None) -> None:
+    """check_form, the answers looked up from `frame` (the cell's, see ``namespaces``) unless
+    `namespace` is given: for a caller that checks on behalf of its own caller's cell
+    (course_lib.questions.check_form)."""
     __tracebackhide__ = True
-    spaces = [namespace] if namespace is not None else _namespaces(frame)
+    spaces = [namespace] if namespace is not None else namespaces(frame)
     values = {name: _lookup(name, spaces) for name in specs}
     missing = [n for n, v in values.items() if v is _MISSING]
     if missing:
@@ -267,7 +268,7 @@ def check_answer(question: str, name: str, spec: Spec, truth, *, mistakes: dict 
     """
     __tracebackhide__ = True
     _check_question(question)
-    value = _lookup(name, [namespace] if namespace is not None else _namespaces(sys._getframe(1)))
+    value = _lookup(name, [namespace] if namespace is not None else namespaces(sys._getframe(1)))
     if value is _MISSING:
         raise CheckFailed(f"{name} is not answered yet: {_UNANSWERED}.", label="unanswered")
     try:
@@ -305,7 +306,7 @@ def verify(question: str, name: str, spec: Spec, truth, explanation: str = "", *
     """
     _check_question(question)
     t = spec.read_truth(truth)
-    value = _lookup(name, [namespace] if namespace is not None else _namespaces(sys._getframe(1)))
+    value = _lookup(name, [namespace] if namespace is not None else namespaces(sys._getframe(1)))
     graded = _graded(question, name)        # this notebook's record (a hidden test never verifies)
     if graded is None:
         shown, right, labels = _judge(spec, value, t, mistakes)
