@@ -19,7 +19,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from course_lib.question_ids import cell_id
+from course_lib.exercises.question_ids import cell_id
 
 from .flags import Flag, Reason
 from .release import nbgrader_config

@@ -55,8 +55,8 @@ def _close(spec, a, t) -> bool:
 def possible_copies(course: Course, assignment: str) -> list[dict]:
     """One row per (student, answer) that looks copied, with the evidence."""
     from . import variants
-    from .status import grading_status
-    from .report import counted_answer, graded_students
+    from .predictions import counted_answer
+    from .status import graded_students, grading_status
     from .values import decode_entry, show
 
     qids = variants.questions(course, assignment)
@@ -139,8 +139,7 @@ def _encoded_truth(qid: str, givens: str, name: str) -> dict | None:
 
 def graded_variants(course: Course, assignment: str) -> list[dict]:
     """The numbers each graded student was graded on, one row per question with a space."""
-    from .status import grading_status
-    from .report import graded_students
+    from .status import graded_students, grading_status
 
     rows = []
     for s in graded_students(course, assignment):

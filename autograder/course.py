@@ -200,6 +200,18 @@ def assigned_names(source: str) -> list[str]:
     return names
 
 
+def declared_variables(qid: str) -> list[str]:
+    """The answer variables of a question declared in course_lib.questions, or []."""
+    if not re.fullmatch(r"[a-z]+_q\d+[a-z]?", qid):
+        return []
+    try:
+        from course_lib.questions import get
+
+        return get(qid).variables
+    except (KeyError, ImportError):
+        return []
+
+
 def used_names(source: str) -> set[str]:
     """Names a test cell reads: as variables, or by name as course_lib.exercises.checks does
     (check_answer("q", "q2_ridge", ...), check_form("q", q2_ridge=...)), or as the variables of a
@@ -212,8 +224,6 @@ def used_names(source: str) -> set[str]:
     names |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.keyword) and n.arg}
     names |= {n.value for n in ast.walk(tree)
               if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier()}
-    from .verify import declared_variables
-
     for n in ast.walk(tree):          # grade("wall_q1"): a question declared in course_lib.questions
         if isinstance(n, ast.Constant) and isinstance(n.value, str):
             names.update(declared_variables(n.value))

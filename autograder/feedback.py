@@ -2,7 +2,7 @@
 
 Why it is safe. The grader runs every cell of a submission *before* any hidden test enters the
 kernel (the hidden test cells run last, only to compare the kernel's verdict with the clean one:
-autograder.sandbox.SandboxedExecute). So the output of every other cell was produced by a kernel
+autograder.sandboxed_execute.SandboxedExecute). So the output of every other cell was produced by a kernel
 that had never seen a hidden test: whatever a student prints, in any encoding, from input
 history, frames or run-cell hooks, it cannot hold hidden-test text. Hidden test cells
 themselves show a placeholder for their source and, for their output, the verdict of the clean

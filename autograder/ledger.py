@@ -31,7 +31,7 @@ from pathlib import Path
 
 from course_lib import ledger as L
 from course_lib.exercises import predictions as P
-from course_lib.question_ids import label as _label
+from course_lib.exercises.question_ids import label as _label
 
 from .flags import Flag, Reason
 

@@ -389,6 +389,25 @@ def answer_question(cell: str) -> str | None:
     return None
 
 
+def decision_of(meta: dict, cell) -> Decision | None:
+    """The rule the grader applied to this answer cell's question, as an autograded notebook's
+    metadata (`meta`, its "autograder" part) records it, or None (not a graded question's answer
+    cell, or nothing recorded)."""
+    if answer_question(cell.grade_id) is None:
+        return None
+    d = (((meta.get("predictions") or {}).get("questions") or {}).get(cell.question))
+    return Decision.from_json(d) if d else None
+
+
+def counted_answer(meta: dict, cell, var: str):
+    """The answer the report (and the copy check) counts: for a graded question, the answer
+    committed before the truth was revealed; otherwise the final answer."""
+    d = decision_of(meta, cell)
+    if d and d.rule in (Rule.COMMITTED, Rule.CHANGED) and var in (d.committed or {}):
+        return {"value": d.committed[var]}
+    return (meta.get("answers", {}).get(cell.grade_id) or {}).get(var)
+
+
 def question_cells(tests) -> dict[str, dict]:
     """{question: {answer name: answer cell grade_id}} of the graded questions among a
     notebook's TestCells (the names its hidden tests read from a `*_prediction` or `*_answer`

@@ -13,7 +13,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from course_lib.question_ids import cell_id, is_graded, is_solution
+from course_lib.exercises.question_ids import cell_id, is_graded, is_solution
 
 from . import __version__
 from .autograde import Graded, grade_one

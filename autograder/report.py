@@ -54,7 +54,9 @@ import nbformat
 from .course import Course, answer_cells
 from .flags import TRUTH_SHOWN, Flag, Reason
 from .ledger import Vouch
-from .predictions import Decision, Rule, answer_question
+from .predictions import Rule, counted_answer
+from .predictions import decision_of as _decision
+from .status import graded_students
 from .values import decode_entry, show
 from . import csvsafe
 
@@ -150,15 +152,6 @@ def _preflight(course: Course, assignment: str, sandbox: bool) -> dict:
 # ---------------------------------------------------------------------------------------------
 # the report
 # ---------------------------------------------------------------------------------------------
-def graded_students(course: Course, assignment: str) -> list[str]:
-    """Students whose submission of `assignment` is graded (not failed), with an autograded copy."""
-    from .status import failed_students
-
-    failed = failed_students(course, assignment)
-    return sorted(p.parent.name for p in course.autograded.glob(f"*/{assignment}")
-                  if p.is_dir() and not p.parent.name.startswith(".") and p.parent.name not in failed)
-
-
 def _variable_verdict(var: str, tests: list, verdicts: dict) -> tuple[bool, str | None]:
     """(right, label) of one answer variable from its question's clean verdicts."""
     right, label = True, None
@@ -255,23 +248,6 @@ def misconceptions(course: Course, assignment: str, truth_record: dict | None = 
                     rows.append({**base, "answer": truth_label, "count": 0, "is_truth": True, "label": "",
                                  "examples": ""})
     return rows
-
-
-def _decision(meta: dict, cell) -> Decision | None:
-    """The prediction rule the grader applied to this answer cell's question (or None)."""
-    if answer_question(cell.grade_id) is None:
-        return None
-    d = (((meta.get("predictions") or {}).get("questions") or {}).get(cell.question))
-    return Decision.from_json(d) if d else None
-
-
-def counted_answer(meta: dict, cell, var: str):
-    """The answer the report counts: for a predict-then-verify question, the prediction
-    committed before the truth was revealed; otherwise the final answer."""
-    d = _decision(meta, cell)
-    if d and d.rule in (Rule.COMMITTED, Rule.CHANGED) and var in (d.committed or {}):
-        return {"value": d.committed[var]}
-    return (meta.get("answers", {}).get(cell.grade_id) or {}).get(var)
 
 
 @dataclass

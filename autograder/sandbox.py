@@ -654,21 +654,3 @@ def traversable(path: Path, top: Path, strict: bool = True) -> None:
         elif strict and not st.st_mode & 0o001:
             raise RuntimeError(f"an unsandboxed kernel runs as nobody and cannot pass through {p} "
                                f"(mode {st.st_mode & 0o7777:o}): set TMPDIR to a folder others can pass through")
-
-
-
-# The kernel manager, the Execute preprocessor and the output sanitizers have modules of their
-# own; their names are still importable from here (autograder.sandbox.SandboxedExecute), loaded
-# on first use: those modules import this one.
-_MOVED = {"SandboxKernelManager": "kernel_manager",
-          **dict.fromkeys(("SandboxedExecute", "capture_expression", "RECORDER_REPLACED"), "sandboxed_execute"),
-          **dict.fromkeys(("MAX_OUTPUT_CHARS", "CUT_NOTE", "MAX_NOTEBOOK_OUTPUT_CHARS", "TOTAL_NOTE",
-                           "cap_total_outputs", "cap_outputs"), "outputs")}
-
-
-def __getattr__(name: str):
-    if name in _MOVED:
-        import importlib
-
-        return getattr(importlib.import_module(f"{__package__}.{_MOVED[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

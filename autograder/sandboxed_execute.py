@@ -15,7 +15,7 @@ from traitlets import Bool, Integer, Unicode
 
 from nbgrader.preprocessors import Execute
 
-from course_lib.question_ids import cell_id, is_graded
+from course_lib.exercises.question_ids import cell_id, is_graded
 
 from .kernel_manager import SandboxKernelManager
 from .outputs import CUT_NOTE, MAX_NOTEBOOK_OUTPUT_CHARS, MAX_OUTPUT_CHARS, TOTAL_NOTE, cap_outputs, output_chars
@@ -33,9 +33,7 @@ def _error_output(ename: str, evalue: str) -> NotebookNode:
 def capture_expression(names: list[str]) -> str:
     """An expression that, evaluated in the kernel's namespace, returns (the JSON record of
     `names` (course_lib.exercises.answers.record), a fingerprint of the recorder's code): a kernel
-    that replaced the recorder shows another fingerprint than the solution's kernel did. The real
-    module, not its old-name shim course_lib.answers: the shim's names are copies, so a kernel
-    that replaced a function in the real module would still show the shim's originals."""
+    that replaced the recorder shows another fingerprint than the solution's kernel did."""
     return ("(lambda m: (m.record({names!r}, globals()), __import__('hashlib').sha256(repr([(f.__module__, "
             "f.__code__.co_code, [c for c in f.__code__.co_consts if not hasattr(c, 'co_code')], "
             "f.__code__.co_names) for f in (m.record, m.encode, "

@@ -63,3 +63,10 @@ def failed_students(course: Course, assignment: str) -> dict[str, str]:
         if st.get("status") == "failed":
             out[p.stem] = st.get("cause", "failed")
     return out
+
+
+def graded_students(course: Course, assignment: str) -> list[str]:
+    """Students whose submission of `assignment` is graded (not failed), with an autograded copy."""
+    failed = failed_students(course, assignment)
+    return sorted(p.parent.name for p in course.autograded.glob(f"*/{assignment}")
+                  if p.is_dir() and not p.parent.name.startswith(".") and p.parent.name not in failed)

@@ -40,7 +40,7 @@ def fail(ename, message, label=None):
 
 
 def run(test):
-    from course_lib.answers import decode    # imported by main() before any job
+    from course_lib.exercises.answers import decode    # imported by main() before any job
 
     ns = {"__name__": "__main__", "__builtins__": builtins}
     for name, entry in test["values"].items():
@@ -100,10 +100,10 @@ def main():
     warnings.simplefilter("ignore")
     try:
         # imported once: every forked child starts with them
-        from course_lib.answers import decode  # noqa: F401
-        import course_lib.checks  # noqa: F401
+        from course_lib.exercises.answers import decode  # noqa: F401
+        import course_lib.exercises.checks  # noqa: F401
     except Exception as e:
-        print(json.dumps({"fatal": f"cannot import course_lib.answers: {type(e).__name__}: {e}"}), flush=True)
+        print(json.dumps({"fatal": f"cannot import course_lib.exercises.answers: {type(e).__name__}: {e}"}), flush=True)
         sys.exit(0)
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:

@@ -2,9 +2,9 @@
 Python process that no student code ever ran in.
 
 In the student's kernel a test cell can be fooled: the submission may monkeypatch
-course_lib.checks, builtins or sys.modules, install assert or pre/post-run hooks. What cannot
+course_lib.exercises.checks, builtins or sys.modules, install assert or pre/post-run hooks. What cannot
 be fooled is the record of the answers taken right after each answer cell ran (plain JSON, by
-course_lib.answers): here each test cell of the instructor's *source* notebook runs again, in a
+course_lib.exercises.answers): here each test cell of the instructor's *source* notebook runs again, in a
 fresh namespace seeded with the decoded answers, in a new Python started like the kernel (the
 same interpreter, the same course_lib, sandboxed, as `nobody`) but with nothing of the student's
 in it. Its verdict is the score; where the kernel disagreed, the instructor is told.
@@ -25,16 +25,15 @@ import builtins
 import enum
 import json
 import os
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
 import nbformat
 
-from course_lib.question_ids import metadata, question_of, role_of
+from course_lib.exercises.question_ids import metadata, question_of, role_of
 
-from .course import HIDDEN_BEGIN, assigned_names
+from .course import HIDDEN_BEGIN, assigned_names, declared_variables
 from . import verifier_program
 from .authoring import read_source
 
@@ -87,7 +86,7 @@ def free_names(source: str) -> list[str]:
 
 
 def named_answers(source: str, answers) -> list[str]:
-    """Answer variables a cell reads *by name*, as course_lib.checks does
+    """Answer variables a cell reads *by name*, as course_lib.exercises.checks does
     (``check_answer("q", "q2_ridge", ...)``, ``check_form("q", q2_ridge=Number())``): string
     constants and keyword names that are among `answers`, in first-use order."""
     try:
@@ -108,19 +107,7 @@ def named_answers(source: str, answers) -> list[str]:
     return list(dict.fromkeys(n for _, _, n in sorted(found)))
 
 
-def declared_variables(qid: str) -> list[str]:
-    """The answer variables of a question declared in course_lib.questions, or []."""
-    if not re.fullmatch(r"[a-z]+_q\d+[a-z]?", qid):
-        return []
-    try:
-        from course_lib.questions import get
-
-        return get(qid).variables
-    except (KeyError, ImportError):
-        return []
-
-
-_meta = metadata       # a cell's nbgrader metadata (course_lib.question_ids)
+_meta = metadata       # a cell's nbgrader metadata (course_lib.exercises.question_ids)
 
 
 def test_cells(source_nb: Path, nb=None) -> list[TestCell]:
@@ -171,7 +158,7 @@ def plan(source_dir: Path, notebooks: list[str]) -> dict:
 # ---------------------------------------------------------------------------------------------
 def grading_values(test: TestCell, answers: dict, nb=None) -> dict[str, dict]:
     """{name: record entry} that `test` is re-verified with. An entry is what
-    course_lib.answers.record wrote: {"value": <encoded>}, {"error": why} or {"missing": True}.
+    course_lib.exercises.answers.record wrote: {"value": <encoded>}, {"error": why} or {"missing": True}.
 
     `answers` is the autograded notebook's record, {answer grade_id: {name: entry}}, taken right
     after each answer cell ran; `nb` is the autograded notebook itself (for records of other

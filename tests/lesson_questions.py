@@ -102,10 +102,8 @@ def run_hidden(source: str, values: dict, where: str = "<hidden test>") -> None:
 @contextlib.contextmanager
 def check_answer_wrapped(wrap):
     """Within the block, every check_answer call runs `wrap(question, name, spec, truth, check)`,
-    where check() runs the real check on the answers of the cell that called it. Replaced under
-    both of its names: course_lib.questions may call it as course_lib.checks.check_answer (the
-    old name, a re-export of the same function)."""
-    import course_lib.checks
+    where check() runs the real check on the answers of the cell that called it (course_lib.questions
+    calls it as course_lib.exercises.checks.check_answer)."""
     import course_lib.exercises.checks as checks
 
     original = checks.check_answer
@@ -116,11 +114,8 @@ def check_answer_wrapped(wrap):
             kw["namespace"] = {**frame.f_globals, **frame.f_locals}
         return wrap(question, name, spec, truth, lambda: original(question, name, spec, truth, **kw))
 
-    modules = (checks, course_lib.checks)
-    for m in modules:
-        m.check_answer = replacement
+    checks.check_answer = replacement
     try:
         yield
     finally:
-        for m in modules:
-            m.check_answer = original
+        checks.check_answer = original

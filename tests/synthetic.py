@@ -246,8 +246,8 @@ def plans(kind: str, parts: NotebookParts, rng: random.Random, *, solution: str,
                   if c.cell_type == "code" and _meta(c).get("locked") and not _meta(c).get("grade")]
         if locked:
             orig = next(c.source for c in parts.release.cells if _meta(c).get("grade_id") == locked[0])
-            plan.edit[locked[0]] = (orig + "\nimport course_lib.checks as _chk\n"
-                                    "_chk.check_number = _chk.check_choice = _chk.check_regime = lambda *a, **k: None",
+            plan.edit[locked[0]] = (orig + "\nimport course_lib.exercises.checks as _chk\n"
+                                    "_chk.check_number = _chk.check_regime = lambda *a, **k: None",
                                     None)
         return plan
     if kind == "warnings":

@@ -72,7 +72,7 @@ def test_record_writes_values_errors_and_missing_names():
 def test_grading_values_takes_each_name_from_its_answer_cell():
     from autograder.verify import TestCell, free_names, grading_values
 
-    src = "from course_lib.checks import check_number\nx = 2\ncheck_number(q1_time + x, truth)\nfor i in range(3): pass"
+    src = "from course_lib.exercises.checks import check_number\nx = 2\ncheck_number(q1_time + x, truth)\nfor i in range(3): pass"
     assert free_names(src) == ["q1_time", "truth"]
     test = TestCell("nb", "nb_q1_correct", src, 2.0, True, ["q1_time"], {"q1_time": "nb_q1_answer"}, [])
     answers = {"nb_q1_answer": {"q1_time": {"value": encode(Q_(7, "ms"))}},

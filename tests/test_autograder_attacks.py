@@ -88,7 +88,7 @@ DISK_MB = 64          # --disk for this class: the filler above tries 120 MB
 OUTPUTS = ("from IPython.display import display\nfor _i in range(300):\n"
            "    display({'text/plain': 'y' * 95000}, raw=True)\n")
 FORMULA = '=HYPERLINK("http://127.0.0.1:9/x","click")'
-RECORDER = (   # the real module; course_lib.answers is its old-name shim, which the grader does not call
+RECORDER = (   # the module the grader calls
     "import course_lib.exercises.answers as _a, json as _j\n"
     "_a.record = lambda names, ns: _j.dumps({n: {'value': {'type': 'quantity', 'magnitude': {'type': 'int', "
     "'value': 16}, 'units': 'meter ** (9 ** 9 ** 9)'}} for n in names})\n"

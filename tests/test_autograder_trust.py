@@ -41,11 +41,11 @@ RIGHT = {Q1: "from course_lib import Q_\nq1_time = Q_(7.36, 'ms')\nq1_regime = '
          Q2: "q2_bytes = Q_(16, 'GB')", REFLECTION: "Datasheets count bytes in powers of ten."}
 MONKEY = (
     "import sys, builtins, types\n"
-    "import course_lib.checks as _c\n"
+    "import course_lib.exercises.checks as _c\n"
     "_c.check_number = _c.check_regime = lambda *a, **k: None       # the checks pass anything\n"
-    "_fake = types.ModuleType('course_lib.checks')\n"
+    "_fake = types.ModuleType('course_lib.exercises.checks')\n"
     "_fake.__dict__.update(_c.__dict__)\n"
-    "sys.modules['course_lib.checks'] = _fake                          # and so does any re-import\n"
+    "sys.modules['course_lib.exercises.checks'] = _fake                # and so does any re-import\n"
     "def _answer_right(info):                                          # the right value before every cell\n"
     "    globals()['q2_bytes'] = Q_(16, 'GB')\n"
     "get_ipython().events.register('pre_run_cell', _answer_right)\n"
@@ -111,7 +111,7 @@ def run(course, tmp_path_factory):
                                              "q1_regime = 'compute'", Q2: "q2_bytes = Q_(1, 'GB')"})),
         "spy": nb(answers=_answers(**{Q1: SPY + RIGHT[Q1]})),
         # writes a hidden test's own import line: nothing secret about it when the student wrote it
-        "importer": nb(answers=_answers(**{Q1: "from course_lib.checks import check_number, check_regime\n" + RIGHT[Q1]})),
+        "importer": nb(answers=_answers(**{Q1: "from course_lib.exercises.checks import check_number, check_regime\n" + RIGHT[Q1]})),
         "blank": nb(),
         "bom_collected": BOM + nb(answers=RIGHT),
         "huge": nb(answers=RIGHT, explore=HUGE),
@@ -215,7 +215,7 @@ def test_feedback_has_no_hidden_test_and_shows_the_verdicts(run):
 
 def test_a_hidden_test_line_the_student_wrote_does_not_withhold_the_page(run):
     page = _text(_page(run, "importer"))
-    assert "from course_lib.checks import check_number, check_regime" in page
+    assert "from course_lib.exercises.checks import check_number, check_regime" in page
     assert "WITHHELD" not in run["feedback"].stdout
 
 
@@ -419,8 +419,8 @@ def test_course_lib_from_a_second_copy_grades_correctly_or_refuses_never_zeros(c
     other = tmp_path / "other-checkout"
     shutil.copytree(REPO / "course_lib", other / "course_lib", ignore=shutil.ignore_patterns("__pycache__"))
     if not complete:
-        for f in ("exercises/answers.py", "answers.py"):      # an older copy of the course library,
-            (other / "course_lib" / f).unlink()               # from before the answer recorder
+        # an older copy of the course library, from before the answer recorder
+        (other / "course_lib" / "exercises" / "answers.py").unlink()
     python = _venv_with_course_lib_from(other, tmp_path)
     where = subprocess.run([str(python), "-c", "import course_lib; print(course_lib.__file__)"], cwd=tmp_path,
                            capture_output=True, text=True, check=True).stdout
@@ -440,7 +440,7 @@ def test_course_lib_from_a_second_copy_grades_correctly_or_refuses_never_zeros(c
         assert f"kernel cannot import course_lib from {other / 'course_lib'}" in p.stderr, p.stderr
         assert scores == {}
     if not complete and SANDBOX:
-        # sandboxed, the kernel sees only the copy it imports, which lacks course_lib.answers
+        # sandboxed, the kernel sees only the copy it imports, which lacks course_lib.exercises.answers
         # (unsandboxed, the editable install's finder serves that module from this checkout)
         assert p.returncode == 2
 

@@ -159,7 +159,7 @@ class Lab:
         for session in self.api("GET", "/api/sessions"):
             self.api("DELETE", f"/api/sessions/{session['id']}")
         shutil.copy(REPO / "notebooks" / rel, self.course / "notebooks" / rel)
-        # and no prediction record yet (course_lib.predictions)
+        # and no prediction record yet (course_lib.exercises.predictions)
         (self.course / "notebooks" / rel).with_name(".predictions.jsonl").unlink(missing_ok=True)
 
     def page_url(self, path="lab") -> str:
@@ -480,7 +480,7 @@ def error_messages(dialog: str, sources: list[str]) -> str:
 
 @pytest.mark.parametrize("path", notebook_cases())
 def test_validate_names_the_unanswered_question(path, browser, student_lab):
-    """Contract with the form checks (course_lib.checks / the notebooks' form cells): an
+    """Contract with the form checks (course_lib.exercises.checks / the notebooks' form cells): an
     unanswered question is reported by its variable's name, not as a NameError."""
     rel = str(path.relative_to(REPO / "notebooks"))
     nb = nbformat.read(path, as_version=4)

@@ -264,7 +264,7 @@ def work(folder: Path, first: float) -> None:
 def rewrite(path: Path, question: str, values: dict) -> None:
     """The student's script: every commit of `question` says `values`, the chains recomputed,
     times kept (nothing but course_lib, which the notebook imports)."""
-    from course_lib.answers import encode
+    from course_lib.exercises.answers import encode
 
     values = {k: encode(v) for k, v in values.items()}
     new = []

@@ -33,7 +33,7 @@ pytestmark = [pytest.mark.skipif(not SANDBOX, reason=f"grading needs the sandbox
 
 A, NB = "p1", "rules"
 SETUP = ("# Setup (locked)\nfrom course_lib import Hardware, Models, Q_, solve\n"
-         "from course_lib.checks import Number, Reason, Regime, check_form, reveal, verify\n"
+         "from course_lib.exercises.checks import Number, Reason, Regime, check_form, reveal, verify\n"
          "decode = solve(Models.Llama3_8B, Hardware.H100, batch_size=1, precision='fp16')")
 Q1_RIGHT = ("q1_regime = 'memory-bound'\n"
             "q1_reasoning = 'Decode at batch 1 reads every weight for two FLOPs each, far below the ridge.'")
@@ -46,11 +46,11 @@ Q3_RIGHT = ("q4_prediction = 'memory-bound'\n"
 Q3_REWORDED = ("q4_prediction = 'memory-bound'\n"
                "q4_reasoning = 'The activations each layer moves add about as many bytes as the weights.'")
 HIDDEN_Q1 = ("# Checks q1_regime (hidden test).\n### BEGIN HIDDEN TESTS\n"
-             "from course_lib import Hardware, Models, solve\nfrom course_lib.checks import Regime, check_answer\n"
+             "from course_lib import Hardware, Models, solve\nfrom course_lib.exercises.checks import Regime, check_answer\n"
              "check_answer('rules_q1', 'q1_regime', Regime(), solve(Models.Llama3_8B, Hardware.H100, batch_size=1))\n"
              "### END HIDDEN TESTS")
 HIDDEN_Q2 = ("# Checks q2_ms (hidden test).\n### BEGIN HIDDEN TESTS\n"
-             "from course_lib import Hardware, Models, solve\nfrom course_lib.checks import Number, check_answer\n"
+             "from course_lib import Hardware, Models, solve\nfrom course_lib.exercises.checks import Number, check_answer\n"
              "check_answer('rules_q2', 'q2_ms', Number('ms', rel_tol=0.02),\n"
              "             solve(Models.Llama3_8B, Hardware.H100, batch_size=1).latency)\n### END HIDDEN TESTS")
 

@@ -408,6 +408,8 @@ def test_a_questions_reasoning_is_no_change_of_its_answer(record):
 def test_a_declared_questions_receipt_names_its_kind(record):
     from IPython.core.interactiveshell import InteractiveShell
 
+    import course_lib.questions  # noqa: F401  (declares the questions: course_lib.exercises asks it)
+
     shown = []
     shell = InteractiveShell.instance()
     try:

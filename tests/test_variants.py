@@ -88,7 +88,7 @@ def test_a_group_is_asked_on_one_request():
 
 
 def test_a_group_must_share_its_space():
-    from course_lib.answer_forms import Ratio
+    from course_lib.exercises.answer_forms import Ratio
     from course_lib.questions import REGISTRY, Solution, Truth, question
 
     def solve(n):
@@ -417,7 +417,7 @@ def _lessons(*prefixes):
     import nbformat
     from test_questions import CONVERTED
 
-    from course_lib.question_ids import metadata
+    from course_lib.exercises.question_ids import metadata
 
     return [p for p in CONVERTED if any(metadata(c).get("grade_id", "").split("_", 1)[0] in prefixes
                                         for c in read_source(p).cells)]

@@ -10,7 +10,7 @@ import sys
 from autograder import verifier_program
 from autograder.sandboxed_execute import strip_warnings
 from autograder.verify import program
-from course_lib.answers import encode
+from course_lib.exercises.answers import encode
 
 
 def verdicts(tmp_path, tests: list[dict]) -> dict:

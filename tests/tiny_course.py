@@ -81,11 +81,11 @@ UNITS_Q1 = ("# q1_time: the step's time (a Quantity); q1_regime: 'memory-bound' 
             "### END SOLUTION")
 UNITS_Q2 = "# q2_bytes: the weights' size (a Quantity)\n### BEGIN SOLUTION\nq2_bytes = Q_(16, 'GB')\n### END SOLUTION"
 UNITS_HIDDEN_1 = ("# Checks q1_time and q1_regime against course_lib (hidden test).\n### BEGIN HIDDEN TESTS\n"
-                  "from course_lib import Q_\nfrom course_lib.checks import check_number, check_regime\n"
+                  "from course_lib import Q_\nfrom course_lib.exercises.checks import check_number, check_regime\n"
                   "check_number(q1_time, Q_(7.36, 'ms'), rel_tol=0.02)   # HIDDEN-Q1-TIME\n"
                   "check_regime(q1_regime, 'memory-bound')   # HIDDEN-Q1-REGIME\n### END HIDDEN TESTS")
 UNITS_HIDDEN_2 = ("# Checks q2_bytes, naming the GB/GiB slip (hidden test).\n### BEGIN HIDDEN TESTS\n"
-                  "from course_lib import Q_\nfrom course_lib.checks import check_number\n"
+                  "from course_lib import Q_\nfrom course_lib.exercises.checks import check_number\n"
                   "_ratio = Q_(q2_bytes).m_as('GB') / 16 if hasattr(q2_bytes, 'm_as') else float(q2_bytes) / 16e9\n"
                   "if abs(_ratio - 1.073741824) < 0.005:   # HIDDEN-Q2-GIB\n"
                   "    _slip = AssertionError('GB (10^9 bytes) or GiB (2^30 bytes)?')\n"
@@ -98,7 +98,7 @@ def units_notebook() -> nbformat.NotebookNode:
     return _notebook([
         cell("markdown", "# Units\n### Q1 · A time and a regime (3 points)"),
         cell("code", UNITS_Q1, f"{p}_q1_answer", solution=True),
-        cell("code", "# Checks the form of q1_time (visible).\nfrom course_lib.checks import check_form_number\n"
+        cell("code", "# Checks the form of q1_time (visible).\nfrom course_lib.exercises.checks import check_form_number\n"
                      "check_form_number(q1_time, 'ms')", f"{p}_q1_form", grade=True, locked=True, points=1),
         cell("code", UNITS_HIDDEN_1, f"{p}_q1_correct", grade=True, locked=True, points=2),
         cell("markdown", "### Q2 · Bytes (3 points)"),

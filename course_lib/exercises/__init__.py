@@ -6,9 +6,11 @@
 * ``misconceptions``: the mistakes a check can name, and ``CheckFailed``;
 * ``checks``: form checks, verify cells and hidden tests;
 * ``predictions``: the record of committed predictions and reveals;
-* ``answers``: answer values written down as JSON and read back exactly.
+* ``answers``: answer values written down as JSON and read back exactly;
+* ``declared``: what a check may ask about a question declared in ``course_lib.questions``
+  (which registers itself there when imported).
 
-They depend on ``course_lib.units`` only (and on ``course_lib.questions`` when a check looks a
-question up), never on the physics. Their old names (``course_lib.checks`` and the others) stay
-importable as re-exports. Nothing is imported here, so ``import course_lib`` stays as fast.
+They depend on ``course_lib.units`` and ``course_lib.ledger`` only, never on the physics nor on
+``course_lib.questions``, the layer above them. Nothing is imported here, so ``import course_lib``
+stays as fast.
 """

@@ -46,10 +46,10 @@ for a committed prediction, and records that it did. Once the truth was shown, `
 the answer graded (the one committed before the reveal) and says so when the notebook now holds
 a revision. Nothing is recorded for a check given ``namespace=`` (the grader's).
 
-The older value-based calls (``check_form_number``, ``check_number``, ``compare``, ...) still
-work and use the same parser; ``check_number`` still guesses slips from factors (2, 1000,
-GiB/GB) where no mistakes are given. Nothing here writes to stderr (nbgrader fails a test cell
-with stderr output).
+The older value-based calls (``check_form_number``, ``check_number``, ``check_regime``: the
+small test courses of the grader's suite use them) use the same parser; ``check_number``
+guesses slips from factors (2, 1000, GiB/GB) where no mistakes are given. Nothing here writes
+to stderr (nbgrader fails a test cell with stderr output).
 
 >>> q2_ridge = 306.0
 >>> check_form("hello_q2", q2_ridge=Number("FLOP/byte"))
@@ -63,6 +63,7 @@ from __future__ import annotations
 import math
 import sys
 
+from . import declared
 from .answer_forms import (Choice, NotAnAnswer, Number, Ratio, Reason, Regime, Spec,
                            WholeNumber)
 from .misconceptions import MISCONCEPTIONS, CheckFailed, describe
@@ -71,8 +72,7 @@ from ..units import Q_, is_quantity
 __all__ = ["check_form", "check_answer", "verify", "reveal", "CheckFailed", "MISCONCEPTIONS",
            "Regime", "Choice", "Number", "Ratio", "WholeNumber", "Reason", "NotAnAnswer",
            # the older, value-based calls
-           "normalize_regime", "normalize_choice", "check_form_regime", "check_form_choice",
-           "check_form_number", "check_regime", "check_choice", "check_number", "compare", "Q_"]
+           "check_form_number", "check_regime", "check_number", "Q_"]
 
 _MISSING = object()
 _UNANSWERED = "replace `raise NotImplementedError()` in the answer cell above with your answer and run it"
@@ -80,7 +80,7 @@ _RERUN = "re-run the setup cell and your answer cells (Run All, or Run > Run All
 
 
 # ---- looking answers up by name -------------------------------------------------------------
-def _namespaces(frame) -> list:
+def namespaces(frame) -> list:
     """Where an answer may live, nearest first: the calling frame's locals and globals, then
     the notebook's (IPython's user namespace, or __main__'s). The grader runs a hidden test
     with the recorded answers as the frame's globals; a notebook kernel runs cells in its
@@ -131,20 +131,20 @@ def check_form(question: str, *, namespace: dict | None = None, **specs: Spec) -
     __tracebackhide__ = True
     _check_question(question)
     if not specs:         # a question declared in course_lib.questions brings its own specs
-        from ..questions import get
-
-        try:
-            specs = get(question).specs
-        except KeyError:
+        q = declared.find(question)
+        if q is None:
             raise TypeError("check_form needs the answer variables, e.g. q2_ridge=Number('FLOP/byte'), "
-                            f"or the id of a question declared in course_lib.questions; {question!r} is neither") from None
-    return _check_form_from(sys._getframe(1), question, specs, namespace)
+                            f"or the id of a question declared in course_lib.questions; {question!r} is neither")
+        specs = q.specs
+    return check_form_from(sys._getframe(1), question, specs, namespace)
 
 
-def _check_form_from(frame, question: str, specs: dict, namespace: dict | None = None) -> None:
-    """check_form, the answers looked up from `frame` (the cell's) unless `namespace` is given."""
+def check_form_from(frame, question: str, specs: dict, namespace: dict | None = None) -> None:
+    """check_form, the answers looked up from `frame` (the cell's, see ``namespaces``) unless
+    `namespace` is given: for a caller that checks on behalf of its own caller's cell
+    (course_lib.questions.check_form)."""
     __tracebackhide__ = True
-    spaces = [namespace] if namespace is not None else _namespaces(frame)
+    spaces = [namespace] if namespace is not None else namespaces(frame)
     values = {name: _lookup(name, spaces) for name in specs}
     missing = [n for n, v in values.items() if v is _MISSING]
     if missing:
@@ -268,7 +268,7 @@ def check_answer(question: str, name: str, spec: Spec, truth, *, mistakes: dict 
     """
     __tracebackhide__ = True
     _check_question(question)
-    value = _lookup(name, [namespace] if namespace is not None else _namespaces(sys._getframe(1)))
+    value = _lookup(name, [namespace] if namespace is not None else namespaces(sys._getframe(1)))
     if value is _MISSING:
         raise CheckFailed(f"{name} is not answered yet: {_UNANSWERED}.", label="unanswered")
     try:
@@ -306,7 +306,7 @@ def verify(question: str, name: str, spec: Spec, truth, explanation: str = "", *
     """
     _check_question(question)
     t = spec.read_truth(truth)
-    value = _lookup(name, [namespace] if namespace is not None else _namespaces(sys._getframe(1)))
+    value = _lookup(name, [namespace] if namespace is not None else namespaces(sys._getframe(1)))
     graded = _graded(question, name)        # this notebook's record (a hidden test never verifies)
     if graded is None:
         shown, right, labels = _judge(spec, value, t, mistakes)
@@ -391,50 +391,11 @@ def _same_answer(spec, value, committed) -> bool:
 
 
 # ---- the older, value-based calls (same parser) ---------------------------------------------------
-def normalize_regime(answer) -> str:
-    """'Memory Bound', 'memory', 'MEMORY-BOUND' -> 'memory-bound'; anything else raises ValueError.
-
-    >>> normalize_regime("compute")
-    'compute-bound'
-    """
-    return Regime().read(answer)
-
-
-def normalize_choice(answer, choices):
-    """The option of `choices` that `answer` names (see answer_forms.Choice); else ValueError.
-
-    >>> normalize_choice("Pre fill", ["prefill", "decode"])
-    'prefill'
-    """
-    return Choice(*choices).read(answer)
-
-
 def _form(spec, value):
     try:
         return spec.read(value)
     except NotAnAnswer as e:
         raise CheckFailed(str(e), label="not-an-answer") from None
-
-
-def check_form_regime(prediction, reasoning) -> None:
-    """The prediction names a regime and comes with a reason (value-based form check).
-
-    >>> check_form_regime("memory", "intensity is far below the ridge point")
-    """
-    __tracebackhide__ = True
-    _form(Regime(), prediction)
-    _form(Reason(), reasoning)
-
-
-def check_form_choice(prediction, choices, reasoning=None) -> None:
-    """The prediction is one of `choices` (and has a reason if one is given).
-
-    >>> check_form_choice("Above", ("above", "below"))
-    """
-    __tracebackhide__ = True
-    _form(Choice(*choices), prediction)
-    if reasoning is not None:
-        _form(Reason(), reasoning)
 
 
 def check_form_number(prediction, units=None, reasoning=None) -> None:
@@ -465,18 +426,6 @@ def check_regime(prediction, truth) -> None:
         raise CheckFailed(
             f"The roofline disagrees with '{got}'. Compare the arithmetic intensity (FLOPs per "
             "byte moved) with the ridge point (peak FLOP/s per byte/s of bandwidth).")
-
-
-def check_choice(prediction, truth, choices) -> None:
-    """The prediction is the same choice as `truth`.
-
-    >>> check_choice("DECODE", "decode", ("prefill", "decode"))
-    """
-    __tracebackhide__ = True
-    spec = Choice(*choices)
-    if _form(spec, prediction) != spec.read_truth(truth):
-        raise CheckFailed("Not what course_lib finds. Rework the prediction from the numbers the "
-                          "question gives.")
 
 
 _HINTS = (  # factor -> (label, hint) for check_number without computed mistakes
@@ -523,39 +472,3 @@ def check_number(answer, truth, rel_tol: float = 0.02, units: str | None = None)
     raise CheckFailed(
         f"Your value{unit_txt} is too {direction} (not within {rel_tol:.0%}). "
         "Redo the arithmetic step by step: FLOPs, then bytes, then the ratio.")
-
-
-def compare(prediction, truth, explanation_if_wrong: str = "", *, kind: str = "regime",
-            rel_tol: float = 0.1, units: str | None = None, choices=None) -> bool:
-    """Print prediction vs truth for a verify cell (value-based; see ``verify``).
-
-    kind -- "regime", "number" (with `rel_tol` and `units`), or "choice" (with `choices`).
-    Returns whether the prediction was right. Never raises on a malformed prediction.
-
-    >>> compare("compute", "memory-bound", "Intensity is below the ridge.")
-    Your prediction: 'compute-bound'
-    course_lib:      'memory-bound'
-    Your prediction differs. Intensity is below the ridge.
-    False
-    """
-    if kind not in ("regime", "number", "choice"):
-        raise ValueError(f"kind must be 'regime', 'number' or 'choice', got {kind!r}")
-    if kind == "regime":
-        spec = Regime()
-    elif kind == "choice":
-        spec = Choice(*choices)
-    else:
-        spec = Number(units or (f"{truth.units}" if is_quantity(truth) else None), rel_tol)
-    t = spec.read_truth(truth)
-    try:
-        got = spec.read(prediction)
-        shown, right = spec.show(got), spec.agrees(got, t)
-    except NotAnAnswer as e:
-        shown, right = f"{prediction!r} is not an answer: {e}", False
-    print(f"Your prediction: {shown}")
-    print(f"course_lib:      {spec.show(t)}")
-    if right:
-        print("Your prediction holds.")
-    else:
-        print("Your prediction differs." + (f" {explanation_if_wrong}" if explanation_if_wrong else ""))
-    return right

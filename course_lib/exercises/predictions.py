@@ -48,6 +48,7 @@ import uuid
 from pathlib import Path
 
 from .. import ledger
+from . import declared
 from .question_ids import label as _label      # 'wall_q2b' -> 'Q2B'
 
 __all__ = ["RECORD_FILE", "MIME", "NotCommitted", "commit", "reveal", "record_path", "load_record",
@@ -308,11 +309,7 @@ def _append(question: str, kind: str, values=None, reasoning=None) -> tuple[dict
 
 def _variant(question: str):
     """The numbers this kernel asks `question` with, where it has a parameter space (else None)."""
-    try:
-        from ..questions.variants import recorded
-    except ImportError:  # pragma: no cover
-        return None
-    return recorded(question)
+    return declared.variant(question)
 
 
 def _execution_count():
@@ -363,10 +360,9 @@ def _rule(question: str) -> str:
     declares it ("Rule (worked by hand): ...")."""
     kinds = {"prediction": "a prediction", "by-hand": "worked by hand"}
     try:
-        from ..questions import get
-
-        kind = kinds.get(get(question).rule)
-    except Exception:       # not a declared question (or its lesson module is missing)
+        q = declared.find(question)
+        kind = kinds.get(q.rule) if q is not None else None
+    except Exception:       # its lesson module fails to import
         kind = None
     return f"Rule ({kind}): {RULE}." if kind else f"Rule: {RULE}."
 

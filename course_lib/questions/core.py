@@ -13,7 +13,7 @@ question with :func:`question`; the notebook then needs one line per cell:
 The hidden test and the verify cell read the same :class:`Solution`, so they cannot disagree,
 and nothing in a verify cell's source states the answer or how to find it before it runs.
 
->>> from course_lib.answer_forms import Ratio, Reason
+>>> from course_lib.exercises.answer_forms import Ratio, Reason
 >>> @question("demo_q1", rule="prediction", specs={"q1_x": Ratio(rel_tol=0.1), "q1_why": Reason()})
 ... def _demo():
 ...     return Solution({"q1_x": Truth(2.0, mistakes={"inverted-ratio": 0.5})}, hint="Divide.")
@@ -32,9 +32,11 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..answer_forms import Reason, Spec
-from ..misconceptions import MISCONCEPTIONS, CheckFailed
+from ..exercises import checks, predictions
+from ..exercises.answer_forms import Reason, Spec
+from ..exercises.misconceptions import MISCONCEPTIONS, CheckFailed
 from . import variants
+from .registry import LESSON_MODULES, REGISTRY, get, lesson_module, question_order  # noqa: F401 (this module's API)
 
 __all__ = ["Question", "Solution", "Truth", "question", "get", "REGISTRY", "RULES", "takeaways", "lesson_questions",
            "check_form", "grade", "show", "lesson_module"]
@@ -47,9 +49,6 @@ RULES = {
 
 #: the points of a question's form check (visible) and hidden test, unless its declaration says otherwise
 POINTS = {"form": 1, "correct": 2}
-
-#: grade_id prefix -> the module of course_lib.questions that declares the lesson's questions
-LESSON_MODULES = {"hello": "hello", "wall": "wall", "phases": "phases", "quant": "quant", "mach": "mach"}
 
 
 @dataclass
@@ -65,7 +64,7 @@ class Truth:
         unknown = [k for k in self.mistakes if k not in MISCONCEPTIONS]
         if unknown:
             raise ValueError(f"unknown misconception label(s) {unknown}; add them to "
-                             "course_lib.misconceptions.MISCONCEPTIONS")
+                             "course_lib.exercises.misconceptions.MISCONCEPTIONS")
 
 
 @dataclass
@@ -115,9 +114,6 @@ class Question:
         return sol
 
 
-REGISTRY: dict[str, Question] = {}
-
-
 def question(qid: str, *, rule: str, specs: dict, givens: dict | None = None, space: dict | None = None,
              labels: dict | None = None, assumes: Callable[..., str | None] | None = None,
              group: str = "", measured: bool = False, points: dict | None = None, reflection: float = 0,
@@ -164,47 +160,22 @@ def question(qid: str, *, rule: str, specs: dict, givens: dict | None = None, sp
     return register
 
 
-def lesson_module(qid: str) -> str:
-    prefix = qid.split("_", 1)[0]
-    if prefix not in LESSON_MODULES:
-        raise KeyError(f"no lesson declares questions with the prefix {prefix!r} (known: {sorted(LESSON_MODULES)})")
-    return f"{__package__}.{LESSON_MODULES[prefix]}"
-
-
-def get(qid: str) -> Question:
-    """The declared question `qid` (importing its lesson's module on first use)."""
-    if not isinstance(qid, str):
-        raise TypeError(f"a question is named by its id, such as 'phases_q3'; got {qid!r}")
-    if qid not in REGISTRY:
-        try:
-            importlib.import_module(lesson_module(qid))
-        except KeyError:
-            pass
-    if qid not in REGISTRY:
-        raise KeyError(f"no graded question {qid!r} is declared in course_lib.questions")
-    return REGISTRY[qid]
-
-
 def _caller_namespace(frame) -> dict:
-    """The answers visible where the cell runs, nearest first (as course_lib.checks looks)."""
-    from ..checks import _namespaces
-
+    """The answers visible where the cell runs, nearest first (as course_lib.exercises.checks looks)."""
     merged: dict = {}
-    for space in reversed(_namespaces(frame)):
+    for space in reversed(checks.namespaces(frame)):
         merged.update(space)
     return merged
 
 
 def check_form(qid: str) -> None:
     """The visible form check of a declared question: each answer has the form its spec asks
-    for (not whether it is right); a passing check commits the answer (course_lib.predictions)."""
+    for (not whether it is right); a passing check commits the answer (course_lib.exercises.predictions)."""
     __tracebackhide__ = True
-    from .. import checks
-
     q = get(qid)
     frame = sys._getframe(1)
     # checks.check_form looks the names up from ITS caller's frame: call it as the cell would
-    return checks._check_form_from(frame, qid, q.specs)
+    return checks.check_form_from(frame, qid, q.specs)
 
 
 def grade(qid: str, *, namespace: dict | None = None, givens: dict | None = None) -> None:
@@ -212,8 +183,6 @@ def grade(qid: str, *, namespace: dict | None = None, givens: dict | None = None
     computed now, for the variant of the student graded (or `givens`). Raises CheckFailed naming
     every wrong variable (the first one's label)."""
     __tracebackhide__ = True
-    from .. import checks
-
     q = get(qid)
     ns = namespace if namespace is not None else _caller_namespace(sys._getframe(1))
     sol = q.solution(**(givens if givens is not None else variants.current(qid)))   # the student's variant
@@ -236,8 +205,6 @@ def show(qid: str, *, namespace: dict | None = None) -> None:
     prediction, recording the reveal), prints the arithmetic, then each answer next to the
     truth, naming the classic mistake it looks like."""
     __tracebackhide__ = True
-    from .. import checks
-
     q = get(qid)
     ns = namespace if namespace is not None else _caller_namespace(sys._getframe(1))
     checks.reveal(qid)
@@ -250,24 +217,15 @@ def show(qid: str, *, namespace: dict | None = None) -> None:
         checks.verify(qid, name, q.specs[name], t.value, t.explanation, mistakes=t.mistakes, namespace=ns)
 
 
-def _number(qid: str):
-    import re
-
-    hit = re.search(r"_q(\d+)([a-z]?)$", qid)
-    return (int(hit.group(1)), hit.group(2)) if hit else (10**6, qid)
-
-
 def lesson_questions(prefix: str) -> list[Question]:
     """The declared questions of one lesson (`prefix`, e.g. "phases"), in question order."""
     importlib.import_module(lesson_module(f"{prefix}_q0"))
-    return sorted((q for q in REGISTRY.values() if q.id.split("_", 1)[0] == prefix), key=lambda q: _number(q.id))
+    return sorted((q for q in REGISTRY.values() if q.id.split("_", 1)[0] == prefix), key=lambda q: question_order(q.id))
 
 
 def takeaways(prefix: str) -> None:
     """The lesson's take-aways (its module's TAKEAWAYS), shown only once every graded question
     of the lesson has had its truth shown; until then, which question comes next."""
-    from .. import predictions
-
     module = importlib.import_module(lesson_module(f"{prefix}_q0"))
     events = predictions.load_record(predictions.record_path())
     pending = []

@@ -7,7 +7,7 @@ byte budget of the ridge, not the intensity Q5 asks for.
 """
 from __future__ import annotations
 
-from ..answer_forms import Choice, Number, Reason, Regime
+from ..exercises.answer_forms import Choice, Number, Reason, Regime
 from ..formatting import fmt_batch
 from .core import Solution, Truth, question
 

@@ -9,7 +9,7 @@ reached (Q5 asks for that).
 """
 from __future__ import annotations
 
-from ..answer_forms import Choice, Number, Reason, Regime
+from ..exercises.answer_forms import Choice, Number, Reason, Regime
 from ..measure import LEVELS
 from .core import Solution, Truth, question
 

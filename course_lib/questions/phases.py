@@ -5,7 +5,7 @@ answer each classic mistake leads to, and the arithmetic its verify cell prints.
 """
 from __future__ import annotations
 
-from ..answer_forms import Choice, Number, Ratio, Reason, Regime, WholeNumber
+from ..exercises.answer_forms import Choice, Number, Ratio, Reason, Regime, WholeNumber
 from ..formatting import fmt_batch
 from .core import Solution, Truth, question
 

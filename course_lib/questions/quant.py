@@ -7,7 +7,7 @@ bytes moves the truths, the mistakes and the printed arithmetic together.
 """
 from __future__ import annotations
 
-from ..answer_forms import Ratio, Reason, Regime, WholeNumber
+from ..exercises.answer_forms import Ratio, Reason, Regime, WholeNumber
 from ..formatting import fmt_batch
 from .core import Solution, Truth, question
 

@@ -45,6 +45,8 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+from .registry import REGISTRY, get, question_order
+
 __all__ = ["KEY_ENV", "STUDENT_ENV", "STUDENT_FILE", "MARGIN", "student_key", "draw", "admissible", "problems",
            "identity", "current", "set_student", "givens", "describe", "recorded"]
 
@@ -76,9 +78,8 @@ def _values(v):
 
 def problems(qid: str, givens: dict) -> list[str]:
     """Why the variant `givens` of question `qid` may not be asked (empty: admissible)."""
-    from ..answer_forms import Choice, Number, Ratio, Regime
+    from ..exercises.answer_forms import Choice, Number, Ratio, Regime
     from ..sensitivity import STANDARD, perturb
-    from .core import get
 
     q = get(qid)
     out = []
@@ -125,11 +126,9 @@ def problems(qid: str, givens: dict) -> list[str]:
 
 def _members(q) -> list:
     """The questions drawn together with `q`: its group (declared with the same space), or itself."""
-    from .core import REGISTRY, _number
-
     if not q.group:
         return [q]
-    members = sorted((o for o in REGISTRY.values() if o.group == q.group), key=lambda o: _number(o.id))
+    members = sorted((o for o in REGISTRY.values() if o.group == q.group), key=lambda o: question_order(o.id))
     for o in members:
         if o.space != q.space:
             raise ValueError(f"{o.id} and {q.id} are drawn together (group {q.group!r}) but declare different "
@@ -139,8 +138,6 @@ def _members(q) -> list:
 
 @lru_cache(maxsize=None)
 def _admissible(qid: str) -> tuple:
-    from .core import get
-
     q = get(qid)
     if not q.space:
         return (json.dumps(q.givens, sort_keys=True),)
@@ -157,8 +154,6 @@ def admissible(qid: str) -> list[dict]:
 
 def draw(key: str | None, qid: str) -> dict:
     """The givens of `qid` for the variant key `key` ("" or None: the canonical givens)."""
-    from .core import get
-
     q = get(qid)
     if not key or not q.space:
         return dict(q.givens)
@@ -199,8 +194,6 @@ def current(qid: str) -> dict:
 def recorded(qid: str) -> dict | None:
     """What a committed prediction records about its variant: the givens it was made for, or
     None for a question without a space."""
-    from .core import get
-
     try:
         q = get(qid)
     except (KeyError, ImportError):     # a lesson not declared yet
@@ -237,8 +230,6 @@ def set_student(student: str, key: str = "", *, folder: str | Path | None = None
 
 def describe(qid: str, givens: dict) -> str:
     """The givens of `qid` in words ("a 1024-token prompt, 64 sequences")."""
-    from .core import get
-
     q = get(qid)
     names = list(q.space) or list(givens)
     return ", ".join(_label(q.labels.get(n, "{name} {value}"), n, givens[n]) for n in names)
@@ -252,8 +243,6 @@ def _label(label, name: str, value) -> str:
 
 def givens(qid: str) -> None:
     """A given cell: prints the numbers of question `qid` for whoever runs the kernel."""
-    from .core import get
-
     q = get(qid)
     student, key, _ = identity()
     g = draw(key, qid)

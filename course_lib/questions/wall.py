@@ -7,7 +7,7 @@ verify.
 """
 from __future__ import annotations
 
-from ..answer_forms import Choice, Number, Ratio, Reason
+from ..exercises.answer_forms import Choice, Number, Ratio, Reason
 from .core import Solution, Truth, question
 
 #: every question gives each student their own numbers, or says why not (same_for_everyone=);

@@ -1,8 +1,0 @@
-"""Moved to ``course_lib.exercises.misconceptions``; this name re-exports it.
-
-Kept so that code written against the old name (branches in flight, notebooks, gradebooks)
-still imports; it holds the very same objects. New code imports
-course_lib.exercises.misconceptions.
-"""
-from course_lib.exercises.misconceptions import *  # noqa: F401,F403
-from course_lib.exercises.misconceptions import __all__  # noqa: F401
