@@ -36,7 +36,7 @@ from ..exercises import checks, predictions
 from ..exercises.answer_forms import Reason, Spec
 from ..exercises.misconceptions import MISCONCEPTIONS, CheckFailed
 from . import variants
-from .registry import LESSON_MODULES, REGISTRY, get, lesson_module, question_order  # noqa: F401 (this module's API)
+from .registry import REGISTRY, get, lesson_module, question_order
 
 __all__ = ["Question", "Solution", "Truth", "question", "get", "REGISTRY", "RULES", "takeaways", "lesson_questions",
            "check_form", "grade", "show", "lesson_module"]
