@@ -19,9 +19,9 @@ $(STAMP): pyproject.toml
 	rm -rf $(VENV)/share/jupyter/labextensions/roofline-course
 	ln -s $(abspath course_lib/labextension) $(VENV)/share/jupyter/labextensions/roofline-course
 	# The Formgrader's pages served with a policy that runs only the Formgrader's own scripts
-	# (autograder/formgrader_csp.py), in every Jupyter server of this environment
+	# (autograder/outputs/formgrader_csp.py), in every Jupyter server of this environment
 	mkdir -p $(VENV)/etc/jupyter/jupyter_server_config.d
-	echo '{"ServerApp": {"jpserver_extensions": {"autograder.formgrader_csp": true}}}' \
+	echo '{"ServerApp": {"jpserver_extensions": {"autograder.outputs.formgrader_csp": true}}}' \
 		> $(VENV)/etc/jupyter/jupyter_server_config.d/roofline-formgrader-csp.json
 	touch $(STAMP)
 
@@ -47,7 +47,7 @@ lab: $(STAMP)
 
 # Regenerate the student notebooks in notebooks/ from the nbgrader sources in solutions/.
 release: $(STAMP)
-	$(BIN)/python -m autograder.release
+	$(BIN)/python -m autograder.authoring.release
 
 # The public student repository (notebooks, course_lib, Binder files; no solutions, no hidden
 # tests): make student-repo DEST=../roofline-students

@@ -25,12 +25,12 @@ c.OverwriteCells.add_missing_cells = True
 # Formgrader's own HTMLExporter keeps nbgrader's "formgrade" template (never set HTMLExporter.*
 # here: every manual-grading page would fail). Without the autograder package installed this
 # config fails to load: it must never fall back to nbgrader's pages, which show the hidden tests.
-from autograder.feedback import configure_nbgrader_feedback  # noqa: E402
+from autograder.outputs.feedback import configure_nbgrader_feedback  # noqa: E402
 
 configure_nbgrader_feedback(c)
 # A declared question's check cells (given, form check, hidden test, verify) are not in the
 # source notebooks: nbgrader's generate_assignment writes them from the question's declaration
-# in course_lib.questions (autograder/authoring.py), as its InstantiateTests does for AUTOTEST.
-from autograder.authoring import configure as configure_question_cells  # noqa: E402
+# in course_lib.questions (autograder/authoring/cells.py), as its InstantiateTests does for AUTOTEST.
+from autograder.authoring.cells import configure as configure_question_cells  # noqa: E402
 
 configure_question_cells(c)

@@ -16,8 +16,8 @@ import os
 import sys
 from pathlib import Path
 
-from .course import Course, default_jobs
-from .locate import CONFIGURED, exchange_root, locate_course
+from autograder.course import Course, default_jobs
+from autograder.locate import CONFIGURED, exchange_root, locate_course
 
 
 def _course(args) -> Course:
@@ -34,7 +34,7 @@ def _course(args) -> Course:
 
 
 def _limits(args):
-    from .sandbox import Limits
+    from autograder.sandbox.bwrap import Limits
 
     return Limits(cell_timeout=args.timeout, notebook_timeout=args.notebook_timeout, memory_mb=args.memory,
                   tasks=args.tasks, home_mb=args.disk)
@@ -53,7 +53,7 @@ def _assignment_names(course: Course, names: list[str], all_: bool) -> list[str]
 
 
 def cmd_release(args) -> int:
-    from .release import generate, release_to_exchange
+    from autograder.authoring.release import generate, release_to_exchange
 
     course = _course(args)
     names = _assignment_names(course, args.assignment, args.all)
@@ -68,7 +68,7 @@ def cmd_release(args) -> int:
 
 
 def cmd_collect(args) -> int:
-    from .collect import collect
+    from autograder.intake.collect import collect
 
     course = _course(args)
     _assignment_names(course, [args.assignment], False)
@@ -84,7 +84,7 @@ def cmd_collect(args) -> int:
 
 
 def cmd_manual(args) -> int:
-    from . import manual
+    from autograder.grading import manual
 
     course = _course(args)
     _assignment_names(course, [args.assignment], False)
@@ -117,7 +117,7 @@ def cmd_manual(args) -> int:
 
 
 def cmd_lint(args) -> int:
-    from .lint import lint
+    from autograder.authoring.lint import lint
 
     source = Path(args.source) if args.source else locate_course(args.course_dir).source
     problems = lint(source, args.assignment or None)
@@ -127,14 +127,14 @@ def cmd_lint(args) -> int:
 
 
 def cmd_grade(args) -> int:
-    from .grade import GradingRefused, grade
-    from .gradesheet import write_grades_csv
-    from .ledger import LedgerUnavailable
+    from autograder.grading.grade import GradingRefused, grade
+    from autograder.outputs.gradesheet import write_grades_csv
+    from autograder.integrity.ledger import LedgerUnavailable
 
     course = _course(args)
     _assignment_names(course, [args.assignment], False)
     if args.submissions:
-        from .collect import collect
+        from autograder.intake.collect import collect
 
         print(collect(course, args.assignment, Path(args.submissions)).format())
     try:
@@ -176,7 +176,7 @@ def cmd_grade(args) -> int:
 
 
 def cmd_feedback(args) -> int:
-    from .feedback import feedback
+    from autograder.outputs.feedback import feedback
 
     course = _course(args)
     _assignment_names(course, [args.assignment], False)
@@ -190,7 +190,7 @@ def cmd_feedback(args) -> int:
 
 
 def cmd_release_feedback(args) -> int:
-    from .release_feedback import release_feedback
+    from autograder.outputs.release_feedback import release_feedback
 
     course = _course(args)
     _assignment_names(course, [args.assignment], False)
@@ -203,7 +203,7 @@ def cmd_release_feedback(args) -> int:
 
 
 def cmd_publish(args) -> int:
-    from .publish import publish
+    from autograder.authoring.publish import publish
 
     where = locate_course(args.course_dir)
     out = publish(where.path, Path(args.release_dir) if args.release_dir else where.release,
@@ -213,7 +213,7 @@ def cmd_publish(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from .export import export
+    from autograder.outputs.export import export
 
     course = _course(args)
     out = Path(args.out) if args.out else course.root / "grades.csv"
@@ -222,7 +222,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from .report import format_report, report
+    from autograder.outputs.report import format_report, report
 
     course = _course(args)
     _assignment_names(course, [args.assignment], False)
@@ -233,7 +233,7 @@ def cmd_report(args) -> int:
 def cmd_variants(args) -> int:
     import csv
 
-    from . import variants
+    from autograder.authoring import variants
 
     course = _course(args)
     if args.init_secret:
@@ -337,7 +337,7 @@ def _add_grade(sub, common) -> None:
 
 
 def _add_limits(g) -> None:
-    """grade's limits on each kernel (autograder.sandbox.Limits, read back by _limits)."""
+    """grade's limits on each kernel (autograder.sandbox.bwrap.Limits, read back by _limits)."""
     g.add_argument("--timeout", type=int, default=None,
                    help="seconds per cell (default: max(10 s, 20x the solution's time for that cell))")
     g.add_argument("--notebook-timeout", type=int, default=None,

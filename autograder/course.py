@@ -19,7 +19,7 @@ from pathlib import Path
 
 from course_lib.exercises.question_ids import metadata, question_of, role_of
 
-from .release import (HEADER_FILE, REPO, RELEASE, SOURCE, assignments, ensure_tools_on_path, insert_header,
+from autograder.authoring.release import (HEADER_FILE, REPO, RELEASE, SOURCE, assignments, ensure_tools_on_path, insert_header,
                       nbgrader_config)
 
 COURSE_ID = "roofline"
@@ -246,7 +246,7 @@ class AnswerCell:
 
 
 def answer_cells(notebook_path: Path) -> list[AnswerCell]:
-    from .authoring import read_source
+    from autograder.authoring.cells import read_source
 
     nb = read_source(notebook_path)
     name = notebook_path.stem

@@ -39,8 +39,8 @@ import time
 from pathlib import Path
 
 from autograder.course import default_jobs
-from autograder.grade import cell_scores
-from autograder.release import REPO, SOURCE, assignments, generate
+from autograder.grading.grade import cell_scores
+from autograder.authoring.release import REPO, SOURCE, assignments, generate
 
 sys.path.insert(0, str(REPO / "tests"))     # the synthetic class is a test helper (tests/synthetic.py)
 from synthetic import KINDS, default_roster, make_class  # noqa: E402

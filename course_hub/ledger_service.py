@@ -7,7 +7,7 @@ student's own hub token; the service asks the hub whose token it is and appends
 ``{user, assignment, notebook, question, kind, digest, values_hash, values, variant, t, seq, n,
 received}`` to ``STORE/<user>.jsonl``, opened append-only (no request updates or removes a line;
 ``received`` is the service's clock, which no student sets). The grader reads the ledger
-(autograder.ledger) by path or with an instructor's token:
+(autograder.integrity.ledger) by path or with an instructor's token:
 
     POST /events               one event (JSON, at most MAX_BODY bytes); 201 when stored
     GET  /events[?user=NAME]   {"events": {user: [entries]}}: an instructor (a member of

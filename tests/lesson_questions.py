@@ -18,9 +18,9 @@ from pathlib import Path
 import nbformat
 
 from autograder.course import assigned_names
-from autograder.verify import free_names  # noqa: F401  (for the tests: the grader's own)
+from autograder.integrity.verify import free_names  # noqa: F401  (for the tests: the grader's own)
 from course_lib.exercises.question_ids import cell_id, metadata, question_of
-from autograder.authoring import read_source
+from autograder.authoring.cells import read_source
 
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = sorted((REPO / "solutions").glob("*/*.ipynb"))

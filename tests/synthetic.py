@@ -27,9 +27,9 @@ import nbformat
 
 from course_lib.exercises.question_ids import metadata, question_of
 
-from autograder.authoring import read_source
+from autograder.authoring.cells import read_source
 from autograder.course import HIDDEN_BEGIN
-from autograder.release import SOURCE
+from autograder.authoring.release import SOURCE
 
 #: every kind of student make_class knows, in a default class
 KINDS = ("correct", "wrong", "blank", "syntax_error", "infinite_loop", "memory_bomb", "stubborn_loop",
@@ -312,7 +312,7 @@ if __name__ == "__main__":   # python tests/synthetic.py ASSIGNMENT OUT ANSWERS_
     import sys
     import tempfile
 
-    from autograder.release import generate
+    from autograder.authoring.release import generate
 
     a, dest, answers = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
     with tempfile.TemporaryDirectory() as tmp:

@@ -247,12 +247,12 @@ def graded_tiny(tmp_path_factory):
     """The tiny course's t3 (course_lib's checks) graded for a right, a wrong and a blank
     student (whose feedback shows tracebacks), each explore cell drawing a roofline; then its
     feedback pages and the report."""
-    from autograder.collect import collect
+    from autograder.intake.collect import collect
     from autograder.course import Course
-    from autograder.feedback import feedback
-    from autograder.grade import grade
-    from autograder.report import report
-    from autograder.sandbox import Limits
+    from autograder.outputs.feedback import feedback
+    from autograder.grading.grade import grade
+    from autograder.outputs.report import report
+    from autograder.sandbox.bwrap import Limits
     from tiny_course import SANDBOX_ARG, make_course, student_nb, write_class
 
     base = tmp_path_factory.mktemp("a11y")

@@ -75,8 +75,8 @@ GRADE = textwrap.dedent('''
     import nbformat
     from nbgrader.api import Gradebook
     from nbgrader.apps import NbGraderAPI
-    from autograder.authoring import read_source
-    from autograder.release import ensure_tools_on_path, nbgrader_config
+    from autograder.authoring.cells import read_source
+    from autograder.authoring.release import ensure_tools_on_path, nbgrader_config
 
     ensure_tools_on_path()
     root, a, nb, wrong = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
@@ -132,7 +132,7 @@ def test_it_lints(course):
 
 
 def test_it_releases_with_its_cells_and_nothing_secret(course):
-    r = _run(course, "-m", "autograder.release")
+    r = _run(course, "-m", "autograder.authoring.release")
     assert r.returncode == 0, r.stderr
     nb = nbformat.read(str(course / "notebooks" / A / f"{NB}.ipynb"), as_version=4)
     cells = {c.get("id"): c for c in nb.cells}

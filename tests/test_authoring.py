@@ -1,4 +1,4 @@
-"""A declared question's cells are generated (autograder.authoring), and `python -m autograder
+"""A declared question's cells are generated (autograder.authoring.cells), and `python -m autograder
 lint` holds the source notebooks and the declarations to the course's rules: each rule fires on a
 lesson broken the way an author would break it, and names the fix."""
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.authoring import (GENERATED_ROLES, AuthoringError, declaration_problems, expand, generated_text,
+from autograder.authoring.cells import (GENERATED_ROLES, AuthoringError, declaration_problems, expand, generated_text,
                                   metadata_for, question_cells, source_problems)
-from autograder.lint import lint
+from autograder.authoring.lint import lint
 from course_lib.exercises.question_ids import cell_id, metadata
 from course_lib.questions import REGISTRY, get, lesson_questions
 

@@ -25,9 +25,9 @@ import nbformat
 import pytest
 
 from autograder.course import Course
-from autograder.feedback import leaked_lines, source_secrets
-from autograder.grade import cell_scores
-from autograder.page_safety import WRAPPER_CLASS
+from autograder.outputs.feedback import leaked_lines, source_secrets
+from autograder.grading.grade import cell_scores
+from autograder.outputs.page_safety import WRAPPER_CLASS
 from tiny_course import FAST, SANDBOX, WHY_NOT, make_course, run_cli, student_nb, write_class
 
 pytestmark = [pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning"),
@@ -290,7 +290,7 @@ def test_student_html_and_javascript_cannot_run_in_the_pages(attacked):
         re.findall(r"<[a-z][^>]*\son[a-z]+\s*=[^>]*>", page, re.IGNORECASE)[:3]
     assert "Powers of ten." in page          # the written answer is there, without its handler and script
     # the autograded notebook the formgrader shows the instructor: no script output, the answer
-    # rebuilt from the allow-list (autograder.page_safety)
+    # rebuilt from the allow-list (autograder.outputs.page_safety)
     book = _autograded(attacked, "html")
     stored = json.dumps([c.get("outputs", []) for c in book.cells if c.cell_type == "code"])
     assert "application/javascript" not in stored and "onerror" not in stored and "<b>bold</b>" in stored

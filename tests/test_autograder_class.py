@@ -21,10 +21,10 @@ import nbformat
 import pytest
 
 from autograder.course import Course
-from autograder.feedback import leaked_lines, source_secrets
-from autograder.grade import cell_scores
-from autograder.release import assignments
-from autograder.sandbox import probe
+from autograder.outputs.feedback import leaked_lines, source_secrets
+from autograder.grading.grade import cell_scores
+from autograder.authoring.release import assignments
+from autograder.sandbox.bwrap import probe
 from course_lib.exercises.question_ids import metadata
 from synthetic import KINDS, default_roster, make_class
 from tiny_course import run_cli

@@ -25,9 +25,9 @@ import nbformat
 import pytest
 
 from autograder.course import Course
-from autograder.feedback import leaked_lines, source_secrets
-from autograder.grade import cell_scores, grade
-from autograder.repair import BOM
+from autograder.outputs.feedback import leaked_lines, source_secrets
+from autograder.grading.grade import cell_scores, grade
+from autograder.intake.repair import BOM
 from course_lib.exercises.question_ids import cell_id
 from tiny_course import (FAST, NO_SANDBOX_FLAG, PY, REPO, SANDBOX, SANDBOX_ARG, needs_sandbox, run_cli,
                          student_nb, write_class)
@@ -236,7 +236,7 @@ def test_an_ambiguous_repair_fails_and_is_never_a_zero(run):
     # t3's written answer (Why GB and not GiB?) is not graded yet: its point is not in the 5
     assert rows["right"]["t3/status"] == "needs manual grade" and rows["right"]["t3/units"] == "5"
     assert rows["ambiguous"]["t3/flag"].startswith("grading failed: cannot be graded"), rows["ambiguous"]
-    # one rule in both files (autograder.gradesheet): nothing but a failure is an empty total, not 0
+    # one rule in both files (autograder.outputs.gradesheet): nothing but a failure is an empty total, not 0
     assert (rows["ambiguous"]["late_penalty"], rows["ambiguous"]["total"]) == ("", ""), rows["ambiguous"]
     grades = {r["student_id"]: r for r in csv.DictReader((run["base"] / "grades.csv").open())}
     assert grades["ambiguous"]["total"] == "" and grades["ambiguous"]["status"].startswith("failed:")
@@ -499,7 +499,7 @@ def test_kill_9_of_grade_leaves_no_process_and_no_stale_copy(course, tmp_path):
 
 
 def test_a_live_runs_folder_is_not_cleaned(tmp_path):
-    from autograder.rundir import RunDir, clean_stale
+    from autograder.grading.rundir import RunDir, clean_stale
 
     live = RunDir("grade")
     try:
@@ -520,7 +520,7 @@ def test_a_hung_cell_costs_the_derived_limit_not_two_minutes(course, tmp_path):
     src = write_class(tmp_path / "in", course, "t1", {
         "hung": {"one.ipynb": student_nb(course, "t1", "one", "while True:\n    pass")},
         "fine": {"one.ipynb": student_nb(course, "t1", "one")}})
-    from autograder.collect import collect
+    from autograder.intake.collect import collect
 
     collect(c, "t1", src)
     s = grade(c, "t1", progress=False, sandbox=SANDBOX_ARG)
@@ -642,8 +642,8 @@ def test_a_helper_variable_of_the_solution_is_no_answer():
     import nbformat as nbf
 
     from autograder.course import answer_cells, assigned_names
-    from autograder.report import answer_variables
-    from autograder.verify import test_cells
+    from autograder.outputs.report import answer_variables
+    from autograder.integrity.verify import test_cells
 
     src = REPO / "solutions" / "03_two_phases" / "two_phases.ipynb"
     tests = {t.grade_id: t for t in test_cells(src)}

@@ -26,15 +26,15 @@ import nbformat
 import pytest
 
 from autograder.cli import main
-from autograder.autograde import read_submission
-from autograder.collect import collect
+from autograder.grading.autograde import read_submission
+from autograder.intake.collect import collect
 from autograder.course import Course
-from autograder.feedback import feedback, leaked_lines, source_secrets
-from autograder.grade import cell_scores, grade
-from autograder.merge import merge_submission
-from autograder.preflight import saved_preflight
-from autograder.sandbox import Limits
-from autograder.status import status_path
+from autograder.outputs.feedback import feedback, leaked_lines, source_secrets
+from autograder.grading.grade import cell_scores, grade
+from autograder.grading.merge import merge_submission
+from autograder.grading.preflight import saved_preflight
+from autograder.sandbox.bwrap import Limits
+from autograder.grading.status import status_path
 from course_lib.exercises.question_ids import cell_id
 from tiny_course import (FAST, NO_SANDBOX_FLAG, PY, REPO, SANDBOX, SANDBOX_ARG, run_cli, student_nb,
                          write_class)
@@ -281,7 +281,7 @@ def test_without_bubblewrap_grading_refuses_with_install_help(course, tmp_path):
 
 
 def test_probe_says_why_bubblewrap_is_missing(monkeypatch):
-    import autograder.sandbox as sb
+    import autograder.sandbox.bwrap as sb
 
     sb.probe.cache_clear()
     try:

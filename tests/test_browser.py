@@ -39,7 +39,7 @@ import pytest
 from axe_check import axe_violations, describe
 from autograder.course import assigned_names
 from course_lib.exercises.question_ids import cell_id, is_solution
-from autograder.authoring import read_source
+from autograder.authoring.cells import read_source
 
 REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*/*.ipynb"))

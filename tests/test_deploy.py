@@ -25,7 +25,7 @@ import nbformat
 import pytest
 
 from autograder.locate import CourseNotFound, configured_exchange, exchange_root, locate_course
-from autograder.publish import binder_url, student_repository
+from autograder.authoring.publish import binder_url, student_repository
 from test_labextension import NAME as LABEXTENSION, assert_installed_as_shipped
 
 REPO = Path(__file__).resolve().parent.parent
@@ -36,7 +36,7 @@ INSTRUCTOR_PLUGINS = ("@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-
 ENABLED_SERVER_EXTENSIONS = """
 from jupyter_core.paths import jupyter_config_path
 from jupyter_server.extension.config import ExtensionConfigManager
-from autograder.authoring import read_source
+from autograder.authoring.cells import read_source
 on = ExtensionConfigManager(read_config_path=jupyter_config_path()).get_jpserver_extensions()
 print(sorted(name for name, enabled in on.items() if enabled))
 """
@@ -459,7 +459,7 @@ def test_release_feedback_files_pages_where_only_the_submitter_finds_them(tmp_pa
     from nbgrader.utils import notebook_hash
 
     from autograder.course import Course
-    from autograder.release_feedback import release_feedback
+    from autograder.outputs.release_feedback import release_feedback
 
     a = ASSIGNMENTS[0]
     nb = next((SOLUTIONS / a).glob("*.ipynb")).stem

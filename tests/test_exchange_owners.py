@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from autograder.course import Course
-from autograder.grade import scores
+from autograder.grading.grade import scores
 from tiny_course import FAST, NO_SANDBOX_FLAG, PY, REPO, make_course, run_cli, student_nb
 
 pytestmark = pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")

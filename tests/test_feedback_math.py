@@ -10,8 +10,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 from traitlets.config import Config
 
-from autograder.feedback import FeedbackHTMLExporter, SafeFeedback, configure_nbgrader_feedback
-from autograder.mathml import tex_to_html
+from autograder.outputs.feedback import FeedbackHTMLExporter, SafeFeedback, configure_nbgrader_feedback
+from autograder.outputs.mathml import tex_to_html
 
 HOSTILE = [r"$<script>alert(1)</script>$", r"$\href{javascript:alert(2)}{x}$",
            r"$$\text{<img src=x onerror=alert(3)>}$$", r"$\style{background:url(javascript:alert(4))}{y}$"]

@@ -1,4 +1,4 @@
-"""What the grader flags is data (autograder.flags): a Flag decides, its message is only read.
+"""What the grader flags is data (autograder.integrity.flags): a Flag decides, its message is only read.
 
 The report, the export and the console decide by the Flag (and the prediction rule, the ledger's
 verdict) a producer set, never by the words of its message: rewording a message changes nothing
@@ -11,13 +11,13 @@ import json
 
 import pytest
 
-from autograder.autograde import Graded
+from autograder.grading.autograde import Graded
 from autograder.course import Course
-from autograder.flags import TRUTH_SHOWN, Flag, Reason
-from autograder.ledger import Vouch
-from autograder.predictions import Decision, Rule, summarize
-from autograder.report import PredictionRow, ScoreRow, format_report
-from autograder.status import WHOLE, flag_reasons, flags, status_path, write_json
+from autograder.integrity.flags import TRUTH_SHOWN, Flag, Reason
+from autograder.integrity.ledger import Vouch
+from autograder.integrity.predictions import Decision, Rule, summarize
+from autograder.outputs.report import PredictionRow, ScoreRow, format_report
+from autograder.grading.status import WHOLE, flag_reasons, flags, status_path, write_json
 
 
 def result(predictions=(), score_rows=()) -> dict:
@@ -107,7 +107,7 @@ def test_the_status_file_keeps_each_reason_as_its_flags_id_and_message(course):
     assert st["ledger"] == "differs"
     assert flags(course, "a", "ann") == {"nb": [Reason(Flag.KERNEL_DIFFERS, "nb_q1_correct: the kernel's verdict differs")]}
     assert flag_reasons(course, "a", "ann") == ["nb: nb_q1_correct: the kernel's verdict differs"]
-    from autograder.ledger import status as ledger_status
+    from autograder.integrity.ledger import status as ledger_status
 
     assert ledger_status(course, "a", "ann") is Vouch.DIFFERS
     write_json(status_path(course, "a", "bob"), g.failed_status("the worker crashed"))
@@ -120,7 +120,7 @@ def test_a_status_file_of_an_older_grader_still_reads(course):
     write_json(status_path(course, "a", "old"), {"status": "graded", "flags": {"nb": ["some reason"]},
                                                  "ledger": "record differs from the hub's ledger"})
     assert flags(course, "a", "old") == {"nb": [Reason(Flag.UNKNOWN, "some reason")]}
-    from autograder.ledger import status as ledger_status
+    from autograder.integrity.ledger import status as ledger_status
 
     assert ledger_status(course, "a", "old") is Vouch.DIFFERS
 
@@ -146,8 +146,8 @@ def test_a_verdict_is_found_by_its_typed_key_even_for_an_answer_named_like_a_job
     `committed` or `final` took another job's place."""
     import nbformat
 
-    from autograder import verify
-    from autograder.verify import JobKey, TestCell, Values
+    from autograder.integrity import verify
+    from autograder.integrity.verify import JobKey, TestCell, Values
 
     test = TestCell("nb", "nb_q1_correct", "assert final and committed", 2, True, ["final", "committed"],
                     sources={"final": "nb_q1_answer", "committed": "nb_q1_answer"})

@@ -1,7 +1,7 @@
 """Nothing a student supplies runs in a page the instructor opens (issue 28): a class of honest
 students and hostile ones is graded through the real path (sandboxed, as root in CI), then
 nbgrader's real Formgrader (a Jupyter server with nbgrader's extension, the course's
-nbgrader_config.py and autograder.formgrader_csp, as the hub kit's instructor server has them) is
+nbgrader_config.py and autograder.outputs.formgrader_csp, as the hub kit's instructor server has them) is
 opened in Debian's chromium: every Manual Grading page, the gradebook's lists and each feedback
 page. The payloads live in output metadata (an image's width), output data (SVG with script,
 `<math>` tricks, entity-encoded `javascript:` links, markdown and LaTeX outputs), written answers
@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from autograder.course import Course
-from autograder.grade import cell_scores
+from autograder.grading.grade import cell_scores
 from test_browser import CHROMIUM, MISSING, stop_server, sync_playwright     # Debian's chromium, or why not (REQUIRE_BROWSER_TESTS)
 from tiny_course import FAST, SANDBOX, make_course, run_cli, student_nb, write_class
 
@@ -167,7 +167,7 @@ class Formgrader:
         (self.tmp / "config").mkdir(parents=True, exist_ok=True)
         (self.tmp / "config" / "jupyter_server_config.json").write_text(
             '{"ServerApp": {"jpserver_extensions": {"nbgrader.server_extensions.formgrader": true,'
-            ' "autograder.formgrader_csp": true}}}')
+            ' "autograder.outputs.formgrader_csp": true}}}')
         self.port, self.token = _free_port(), os.urandom(12).hex()
         self.url = f"http://127.0.0.1:{self.port}"
         env = dict(os.environ, JUPYTER_CONFIG_DIR=str(self.tmp / "config"), JUPYTER_DATA_DIR=str(self.tmp / "data"),

@@ -30,7 +30,7 @@ def formgrader_config() -> Config:
 
 
 def test_the_course_config_gives_every_html_exporter_the_sanitizer_and_nothing_else():
-    from autograder.page_safety import SanitizeForPage
+    from autograder.outputs.page_safety import SanitizeForPage
 
     c = course_config()
     # preprocessors only: a global template_name (or template folders) breaks the Formgrader
@@ -53,7 +53,7 @@ def test_the_formgrader_renders_a_submission_with_its_own_template():
 def test_generate_feedback_uses_the_course_template():
     from nbgrader.converters import GenerateFeedback
 
-    from autograder.feedback import TEMPLATES, FeedbackHTMLExporter
+    from autograder.outputs.feedback import TEMPLATES, FeedbackHTMLExporter
 
     c = formgrader_config()
     # nbgrader's API forces this name before generating feedback (apps/api.py generate_feedback)
@@ -69,7 +69,7 @@ def test_generate_feedback_uses_the_course_template():
 
 
 def test_feedback_names_every_wrong_answer_of_a_question():
-    from autograder.feedback import verdict_message
+    from autograder.outputs.feedback import verdict_message
 
     v = {"passed": False, "message": "q1_time: too small",
          "per_variable": {"q1_time": {"passed": False, "message": "q1_time: too small"},
@@ -81,7 +81,7 @@ def test_feedback_names_every_wrong_answer_of_a_question():
 
 
 def test_feedback_labels_cells_by_question():
-    from autograder.feedback import cell_label
+    from autograder.outputs.feedback import cell_label
 
     assert cell_label("hello_q3_correct", "Q3 · When does it turn?") == "Q3 · When does it turn?: correctness check"
     assert cell_label("hello_q3_reflection", "Q3 · When does it turn?") == "Q3 · When does it turn?: written answer"

@@ -27,7 +27,7 @@ import nbformat
 import pytest
 
 from course_lib.exercises.question_ids import metadata as meta
-from autograder.authoring import read_source
+from autograder.authoring.cells import read_source
 
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
@@ -120,7 +120,7 @@ def graded(tmp_path_factory):
     from nbgrader.api import Gradebook
     from nbgrader.apps import NbGraderAPI
 
-    from autograder.release import ensure_tools_on_path, nbgrader_config
+    from autograder.authoring.release import ensure_tools_on_path, nbgrader_config
 
     ensure_tools_on_path()
     root = tmp_path_factory.mktemp("course")

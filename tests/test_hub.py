@@ -56,7 +56,7 @@ from urllib.parse import urlsplit
 
 import nbformat
 import pytest
-from autograder.authoring import read_source
+from autograder.authoring.cells import read_source
 
 REPO = Path(__file__).resolve().parent.parent
 KIT = REPO / "deploy" / "jupyterhub"
@@ -1070,7 +1070,7 @@ def test_the_ledger_catches_a_rewritten_record(capsys):
 
 
 def ledger_term(hub, capsys):
-    from autograder.ledger import DIFFERS, NOT_VOUCHED, VOUCHED
+    from autograder.integrity.ledger import DIFFERS, NOT_VOUCHED, VOUCHED
 
     users, course, ledger = hub["users"], hub["course"], hub["ledger"]
     t0 = time.monotonic()

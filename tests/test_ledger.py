@@ -1,6 +1,6 @@
 """The hub's prediction ledger without a hub: the service (course_hub.ledger_service) behind a
 stand-in for the hub's token check, course_lib posting to it, and the grader's comparison
-(autograder.ledger). The kit's hub runs it for real in tests/test_hub.py."""
+(autograder.integrity.ledger). The kit's hub runs it for real in tests/test_hub.py."""
 from __future__ import annotations
 
 import asyncio
@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import requests
 
-from autograder import ledger as G
+from autograder.integrity import ledger as G
 from course_hub import ledger_service as S
-from autograder.predictions import read_record
+from autograder.integrity.predictions import read_record
 from course_lib import ledger as L
 from course_lib.exercises import predictions as P
 

@@ -9,7 +9,7 @@ import pytest
 
 from course_lib import Hardware, Models, max_batch_size, serve
 from lesson_questions import REPO, Lesson, run_hidden
-from autograder.authoring import read_source
+from autograder.authoring.cells import read_source
 
 L3 = REPO / "solutions" / "03_two_phases" / "two_phases.ipynb"
 

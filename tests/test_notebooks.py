@@ -17,9 +17,9 @@ import nbformat
 import pytest
 
 from autograder.cli import main
-from autograder.lint import disagreeing_verifies, lint_notebook, split_blocks
+from autograder.authoring.lint import disagreeing_verifies, lint_notebook, split_blocks
 from course_lib.exercises.question_ids import cell_id
-from autograder.authoring import read_source
+from autograder.authoring.cells import read_source
 
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
@@ -81,7 +81,7 @@ def warm_matplotlib():
 @pytest.fixture(scope="module")
 def generated_release():
     """The student release generated from solutions/ into a temporary folder, with nbgrader."""
-    from autograder.release import generate
+    from autograder.authoring.release import generate
 
     with tempfile.TemporaryDirectory(prefix="release-check-") as tmp:
         written = generate(Path(tmp))
@@ -161,7 +161,7 @@ def test_release_is_up_to_date(generated_release):
 
 
 def test_the_shared_header_is_kept_once_and_released_in_every_lesson():
-    from autograder.release import HEADER_FILE, HEADER_MARK
+    from autograder.authoring.release import HEADER_FILE, HEADER_MARK
 
     header = (SOLUTIONS / HEADER_FILE).read_text().rstrip("\n")
     first_line = header.splitlines()[0]

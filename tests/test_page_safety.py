@@ -1,4 +1,4 @@
-"""autograder.page_safety: everything a notebook supplies, rebuilt from allow-lists before a page
+"""autograder.outputs.page_safety: everything a notebook supplies, rebuilt from allow-lists before a page
 shows it, checked on the page nbgrader's Formgrader renders (its exporter, with the course's
 configuration) by parsing that page; the browser test (tests/test_formgrader_browser.py) runs the
 same payloads in chromium."""
@@ -11,7 +11,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output, new_raw_cell
 
-from autograder.page_safety import clean_html, sanitize_notebook
+from autograder.outputs.page_safety import clean_html, sanitize_notebook
 from test_formgrader_config import formgrader_config
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="

@@ -26,11 +26,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder.sandbox import probe
+from autograder.sandbox.bwrap import probe
 from course_lib.exercises import predictions
 from course_lib.exercises.question_ids import cell_id, is_solution
 from tiny_course import run_cli     # in this process: the process boundary is not what these tests are about
-from autograder.authoring import read_source
+from autograder.authoring.cells import read_source
 
 REPO = Path(__file__).resolve().parent.parent
 A = "02_memory_wall"
@@ -158,7 +158,7 @@ def graded(tmp_path_factory):
 
 
 def cell_scores(course: Path) -> dict:
-    from autograder.grade import cell_scores as scores
+    from autograder.grading.grade import cell_scores as scores
 
     return scores("sqlite:///" + str(course / "gradebook.db"), A)
 

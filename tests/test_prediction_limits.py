@@ -24,10 +24,10 @@ import time
 import nbformat
 import pytest
 
-from autograder import autograde
+from autograder.grading import autograde
 from autograder.course import Course
-from autograder.grade import cell_scores
-from autograder.status import grading_status
+from autograder.grading.grade import cell_scores
+from autograder.grading.status import grading_status
 from course_lib import Q_
 from course_lib.exercises import answers
 from course_lib.exercises import predictions as P

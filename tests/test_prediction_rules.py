@@ -167,7 +167,7 @@ def fill(s: Student, q1=Q1_RIGHT, q2=Q2_RIGHT) -> None:
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    from autograder.release import generate
+    from autograder.authoring.release import generate
 
     base = tmp_path_factory.mktemp("rules")
     (base / "source" / A).mkdir(parents=True)
@@ -251,7 +251,7 @@ def graded(tmp_path_factory):
 
 
 def cell_scores(course) -> dict:
-    from autograder.grade import cell_scores as scores
+    from autograder.grading.grade import cell_scores as scores
 
     return {s: {k.split("/")[1]: v for k, v in d.items() if k.endswith("_correct")}
             for s, d in scores(course.db_url, A).items()}

@@ -268,9 +268,9 @@ def test_an_unanswered_answer_cell_says_which_question_in_one_line():
     assert name2 == "NotImplementedError" and len(stb2) > 1 and stb2[-1].endswith("not yet")
 
 
-# ---- the grading rule (autograder.predictions), on records made here --------------------------
+# ---- the grading rule (autograder.integrity.predictions), on records made here --------------------------
 def _grading_record(events, shown=()):
-    from autograder.predictions import Record
+    from autograder.integrity.predictions import Record
 
     return Record(events, [], "file", [], list(shown))
 
@@ -280,8 +280,8 @@ def _final(**values):
 
 
 def test_a_by_hand_answer_is_graded_as_committed_like_a_prediction(record):
-    from autograder.predictions import Rule, decide, question_cells
-    from autograder.verify import TestCell
+    from autograder.integrity.predictions import Rule, decide, question_cells
+    from autograder.integrity.verify import TestCell
 
     test = TestCell(notebook="hello_roofline", grade_id="hello_q1_correct", source="", points=2, hidden=True, names=["q1_intensity"],
                     sources={"q1_intensity": "hello_q1_answer"})
@@ -305,7 +305,7 @@ PRINTED = [{"output_type": "stream", "name": "stdout", "text": "course_lib: 'mem
 
 
 def test_a_verify_cells_saved_output_shows_its_truth():
-    from autograder.predictions import truth_shown
+    from autograder.integrity.predictions import truth_shown
 
     receipt = [{"output_type": "display_data", "data": {predictions.MIME: {}, "text/plain": "Q1: ..."}}]
     error = [{"output_type": "error", "ename": "NotCommitted", "evalue": "", "traceback": []}]
@@ -321,8 +321,8 @@ def test_a_verify_cells_saved_output_shows_its_truth():
 
 
 def test_a_truth_shown_without_a_recorded_reveal_counts_as_revealed_after_the_first_commit(record):
-    from autograder.flags import Flag
-    from autograder.predictions import Rule, decide
+    from autograder.integrity.flags import Flag
+    from autograder.integrity.predictions import Rule, decide
 
     q1_speedup = 3.0  # noqa: F841
     check_form("wall_q1", q1_speedup=Number())
@@ -341,8 +341,8 @@ def test_a_truth_shown_without_a_recorded_reveal_counts_as_revealed_after_the_fi
 
 
 def test_no_record_follows_the_instructors_policy_and_is_flagged_either_way():
-    from autograder.flags import Flag
-    from autograder.predictions import Record, Rule, decide
+    from autograder.integrity.flags import Flag
+    from autograder.integrity.predictions import Record, Rule, decide
 
     none = Record([], [], "none")
     final = decide(none, "wall_q1", ["q1_speedup"], _final(q1_speedup=1.643))
@@ -391,7 +391,7 @@ def test_a_declared_questions_verify_cell_judges_the_committed_answer(record, ca
 def test_a_questions_reasoning_is_no_change_of_its_answer(record):
     """A declared question's hidden test reads its reasoning too; the commit keeps the reasoning
     as its reason: the answer is compared on the answers alone."""
-    from autograder.predictions import Rule, decide
+    from autograder.integrity.predictions import Rule, decide
 
     q3_prediction, q3_reasoning = 256, "With N = K = 4096 the intensity grows with M until it meets the ridge."
     check_form("hello_q3", q3_prediction=Number(), q3_reasoning=Reason())

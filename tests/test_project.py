@@ -76,7 +76,7 @@ def test_the_installed_package_does_not_reach_into_tests():
     outside a checkout of the repository."""
     files = _shipped_files()
     shipped = {f.relative_to(ROOT).as_posix() for f in files}
-    assert {"course_lib/__init__.py", "course_lib/exercises/checks.py", "autograder/report.py",
+    assert {"course_lib/__init__.py", "course_lib/exercises/checks.py", "autograder/outputs/report.py",
             "course_hub/ledger_service.py"} <= shipped
     # test helpers and benchmarks live in tests/ and benchmarks/, never in a package
     assert not {"autograder/synthetic.py", "course_lib/bench.py"} & shipped

@@ -21,7 +21,7 @@ from course_lib.exercises.answer_forms import Choice, Number, Ratio, Reason, Reg
 from course_lib.questions import all_questions
 from course_lib.exercises.question_ids import metadata as meta
 from lesson_questions import SOLUTIONS, strip_delimiters
-from autograder.authoring import read_source
+from autograder.authoring.cells import read_source
 
 QUESTIONS = all_questions()
 DECLARED_PREFIXES = {qid.split("_", 1)[0] for qid in QUESTIONS}

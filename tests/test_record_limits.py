@@ -13,8 +13,10 @@ import time
 
 import pytest
 
-from autograder import autograde, predictions
-from autograder.predictions import (MAX_EVENTS_PER_QUESTION, MAX_VALUE_CHARS, Record, RecordOverLimits, Rule,
+from autograder.grading import autograde
+
+from autograder.integrity import predictions
+from autograder.integrity.predictions import (MAX_EVENTS_PER_QUESTION, MAX_VALUE_CHARS, Record, RecordOverLimits, Rule,
                                     decide, read_record, truth_shown)
 from course_lib import Q_
 from course_lib.exercises import answers

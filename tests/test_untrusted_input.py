@@ -11,10 +11,10 @@ import os
 
 import pytest
 
-from autograder import csvsafe
+from autograder.outputs import csvsafe
 from autograder.course import Course, ensure_assignment
-from autograder.predictions import MAX_PROBLEMS, MAX_RECORD_BYTES, read_record
-from autograder.safefiles import Refused, copy_tree, read_regular
+from autograder.integrity.predictions import MAX_PROBLEMS, MAX_RECORD_BYTES, read_record
+from autograder.intake.safefiles import Refused, copy_tree, read_regular
 from course_lib import Q_
 from course_lib.exercises.answers import UnsupportedAnswer, decode, encode
 from tiny_course import make_course, run_cli, student_nb

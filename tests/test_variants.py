@@ -1,4 +1,4 @@
-"""Every student their own numbers (course_lib.questions.variants, autograder.variants).
+"""Every student their own numbers (course_lib.questions.variants, autograder.authoring.variants).
 
 * the draw: the same key always gives the same numbers, 200 students spread over every
   admissible variant of every question with a space, and no key gives the lesson's own;
@@ -29,7 +29,7 @@ from course_lib.exercises.misconceptions import CheckFailed
 from course_lib.questions import all_questions, grade, student_key
 from course_lib.questions import variants as V
 from course_lib.sensitivity import STANDARD, perturb
-from autograder.authoring import read_source
+from autograder.authoring.cells import read_source
 
 REPO = Path(__file__).resolve().parent.parent
 SECRET = b"a test course secret, 32 bytes.."
@@ -317,8 +317,8 @@ def test_the_graders_environment_wins_over_a_students_file(no_identity, monkeypa
 # ---- commits record their variant; the grader checks it -------------------------------------------
 def test_a_commit_records_its_variant_and_a_mismatch_is_flagged(no_identity, monkeypatch):
     import course_lib.exercises.predictions as P
-    from autograder.predictions import Record
-    from autograder.variants import assigned, mismatches
+    from autograder.integrity.predictions import Record
+    from autograder.authoring.variants import assigned, mismatches
 
     monkeypatch.setattr(P, "_HERE", no_identity)
     monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
@@ -338,7 +338,7 @@ def test_a_commit_records_its_variant_and_a_mismatch_is_flagged(no_identity, mon
 
 # ---- the secret stays with the instructor ------------------------------------------------------------
 def test_publish_never_ships_the_variant_secret(tmp_path, monkeypatch):
-    from autograder.publish import publish
+    from autograder.authoring.publish import publish
 
     checkout = tmp_path / "course"
     for rel in ("course_lib", "deploy/student-jupyter", "deploy/student-repo"):
@@ -346,7 +346,7 @@ def test_publish_never_ships_the_variant_secret(tmp_path, monkeypatch):
     for rel in ("pyproject.toml", "environment.yml", "postBuild"):
         shutil.copy2(REPO / rel, checkout / rel)
     monkeypatch.delenv("AUTOGRADER_VARIANT_SECRET", raising=False)
-    from autograder.variants import init_secret
+    from autograder.authoring.variants import init_secret
 
     secret_file = init_secret(checkout)
     assert secret_file == checkout / ".autograder" / "variant-secret" and secret_file.stat().st_mode & 0o077 == 0

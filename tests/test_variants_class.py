@@ -25,8 +25,8 @@ import nbformat
 import pytest
 
 from autograder.course import Course
-from autograder.grade import cell_scores
-from autograder.release import generate
+from autograder.grading.grade import cell_scores
+from autograder.authoring.release import generate
 from course_lib.questions import get, student_key
 from course_lib.questions import variants as V
 from tiny_course import NO_SANDBOX_FLAG, cell, _notebook, run_cli, student_nb, write_class

@@ -1,4 +1,4 @@
-"""autograder/verifier_program.py, the clean re-verification program, run as the grader runs it
+"""autograder/integrity/verifier_program.py, the clean re-verification program, run as the grader runs it
 (`python -I -c <its source>`, here without the sandbox): verdicts for passing, failing,
 partial-credit and warning-only tests, and nothing done on import."""
 from __future__ import annotations
@@ -7,9 +7,9 @@ import json
 import subprocess
 import sys
 
-from autograder import verifier_program
-from autograder.sandboxed_execute import strip_warnings
-from autograder.verify import program
+from autograder.integrity import verifier_program
+from autograder.sandbox.execute import strip_warnings
+from autograder.integrity.verify import program
 from course_lib.exercises.answers import encode
 
 
@@ -45,7 +45,7 @@ def test_the_program_gives_each_test_its_verdict(tmp_path):
 
 
 def test_importing_the_program_runs_nothing(tmp_path):
-    p = subprocess.run([sys.executable, "-c", "import autograder.verifier_program"], input='{"tests": []}\n',
+    p = subprocess.run([sys.executable, "-c", "import autograder.integrity.verifier_program"], input='{"tests": []}\n',
                        capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert (p.returncode, p.stdout, p.stderr) == (0, "", "")
 

@@ -21,7 +21,7 @@ import nbformat
 import pytest
 
 from autograder.course import Course
-from autograder.sandbox import probe
+from autograder.sandbox.bwrap import probe
 from course_lib.exercises.question_ids import cell_id
 
 REPO = Path(__file__).resolve().parent.parent
@@ -113,7 +113,7 @@ def units_notebook() -> nbformat.NotebookNode:
 
 def make_course(base: Path) -> Course:
     """t1, t2 and t3 in base/source, released into base/release."""
-    from autograder.release import generate
+    from autograder.authoring.release import generate
 
     src = base / "source"
     for a, nbs in (("t1", ["one"]), ("t2", ["first", "second"])):

@@ -4,7 +4,7 @@ Every lesson explains this in its "How your predictions are recorded" note. When
 form check passes, the answer (and its reasoning) is **committed**: recorded with the time. The
 first commit is kept; a later, different answer is recorded as a revision. A verify cell
 **reveals** the truth only for a committed prediction, and records that it did. The grader
-then grades each prediction as it was committed before its reveal (autograder.predictions).
+then grades each prediction as it was committed before its reveal (autograder.integrity.predictions).
 
 The record is kept twice, so it survives both ways work is handed in:
 
@@ -14,7 +14,7 @@ The record is kept twice, so it survives both ways work is handed in:
   saved notebook keeps, so a single .ipynb uploaded to an LMS carries it too.
 
 On a hub that advertises a ledger, each event is also posted to it (course_lib.ledger): a copy
-the student cannot write, which the grader compares with the record (autograder.ledger).
+the student cannot write, which the grader compares with the record (autograder.integrity.ledger).
 
 Each event is chained by hash to the previous event of its question and to the previous event
 of the whole record, and times run forward: editing the record by hand breaks a chain or
@@ -31,7 +31,7 @@ the committed answer (``graded``).
 Nothing a student's kernel can set switches recording off: nbgrader's Validate records like Run
 All (it runs the notebook in its own folder). The grader's kernels record too, on a private
 copy that is thrown away: the grader reads the record from what was handed in, before any
-kernel runs (autograder.predictions).
+kernel runs (autograder.integrity.predictions).
 
 >>> e = make_event([], "demo_q1", "commit", {"q1": 2.0}, "a reason", t="2026-01-01T00:00:00.000Z")
 >>> e["kind"], e["n"], len(e["hash"])

@@ -127,7 +127,7 @@ def question(qid: str, *, rule: str, specs: dict, givens: dict | None = None, sp
     them. `measured`: the truth needs this machine's measurement, so a variant is admitted by
     `assumes` alone (which must not measure: every machine must draw the same variants).
 
-    The notebook's cells for the question are generated from this (autograder.authoring):
+    The notebook's cells for the question are generated from this (autograder.authoring.cells):
     `points` of its form check and hidden test (default POINTS), `reflection` the points of its
     written reflection (0: it has none). `same_for_everyone` says why a question of a lesson with
     variants has none; `min_variants` lowers the number of variants 200 students must draw

@@ -50,10 +50,10 @@ LEDGER_USER=roofline-ledger             # the system user the service runs as: t
 LEDGER=yes
 INSTRUCTORS=()
 STUDENTS=()
-# nbgrader's instructor side: off for everyone, on for instructors; autograder.formgrader_csp serves
+# nbgrader's instructor side: off for everyone, on for instructors; autograder.outputs.formgrader_csp serves
 # the Formgrader's pages with a policy that runs only the Formgrader's own scripts
 INSTRUCTOR_SERVER_EXTENSIONS=(nbgrader.server_extensions.formgrader nbgrader.server_extensions.course_list
-                              autograder.formgrader_csp)
+                              autograder.outputs.formgrader_csp)
 INSTRUCTOR_LAB_PLUGINS=(@jupyter/nbgrader:formgrader @jupyter/nbgrader:create-assignment @jupyter/nbgrader:course-list)
 
 usage() {

@@ -1,0 +1,1 @@
+"""Grading: every submission autograded in parallel and merged into the gradebook; the preflight, run folders, status, manual grades."""

@@ -1,0 +1,1 @@
+"""Intake: submissions brought in from a folder, a zip, an LMS download or the exchange, read safely and repaired."""

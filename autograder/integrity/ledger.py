@@ -1,0 +1,226 @@
+"""The hub's prediction ledger, on the grading side: `grade --ledger PATH_OR_URL` checks each
+notebook's prediction record against what the hub's ledger service (course_hub.ledger_service)
+received while the student worked.
+
+The record a student hands in is the student's to write: a script the notebook can run can
+rewrite it consistently (hashes and chains recomputed). The ledger holds a copy the student
+cannot write, timed by the service's clock. A notebook's record is "vouched" when
+
+* every commit, revision and reveal in its record is in the ledger (by digest), and
+* for each question the ledger saw revealed, the answer the record grades (committed before its
+  first reveal) is the one the ledger holds as committed before the first reveal it received
+  (in any copy of the lesson: a fresh copy answered after seeing the truth elsewhere counts).
+
+Otherwise it is flagged "record differs from the hub's ledger", like the other tampering flags
+(nbgrader's flag, the export's flag column, the report). A submission graded without a ledger is
+"not vouched": information (laptops, Binder), not a penalty.
+
+The ledger is read from its folder (the service's store, STORE/<user>.jsonl: on the hub the
+instructors' group may read it) or from the service's URL with the instructor's hub token
+(JUPYTERHUB_API_TOKEN, which a hub terminal has).
+"""
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+import os
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from course_lib import ledger as L
+from course_lib.exercises import predictions as P
+from course_lib.exercises.question_ids import label as _label
+
+from autograder.integrity.flags import Flag, Reason
+
+# what the instructor reads (the export's and the report's ledger column, each difference's message)
+VOUCHED = "vouched"
+NOT_VOUCHED = "not vouched"
+DIFFERS = "record differs from the hub's ledger"
+
+
+class Vouch(enum.Enum):
+    """The ledger's verdict on a graded submission; the value is its id in the status file."""
+
+    VOUCHED = "vouched"
+    NOT_VOUCHED = "not-vouched"     # graded without a ledger: information, not a penalty
+    DIFFERS = "differs"             # a flag too (flags.Flag.LEDGER_DIFFERS)
+
+    @property
+    def text(self) -> str:
+        return {Vouch.VOUCHED: VOUCHED, Vouch.NOT_VOUCHED: NOT_VOUCHED, Vouch.DIFFERS: DIFFERS}[self]
+
+    @classmethod
+    def parse(cls, value) -> Vouch:
+        """The verdict a status file holds: its id, or the text an older grader kept."""
+        for v in cls:
+            if value in (v.value, v.text):
+                return v
+        return cls.NOT_VOUCHED
+
+
+KINDS = ("commit", "revise", "reveal")
+MAX_LEDGER_BYTES = 64 << 20          # the whole ledger read by the grader (the service bounds each user's)
+
+
+class LedgerUnavailable(Exception):
+    """The ledger named with --ledger cannot be read (says where and why)."""
+
+
+def load(source: str) -> dict[str, list]:
+    """{user: [ledger entries]} from a folder (the service's store), one .jsonl file, or the
+    service's URL (read with $JUPYTERHUB_API_TOKEN, an instructor's)."""
+    if source.startswith(("http://", "https://")):
+        return _load_url(source)
+    path = Path(source)
+    if path.is_dir():
+        files = sorted(p for p in path.glob("*.jsonl") if p.is_file())
+    elif path.is_file():
+        files = [path]
+    else:
+        raise LedgerUnavailable(f"--ledger {source}: expected the ledger's folder (e.g. /var/lib/roofline-ledger), "
+                                "a .jsonl file of it, or the service's URL")
+    out: dict[str, list] = {}
+    total = 0
+    for f in files:
+        try:
+            total += f.stat().st_size
+            if total > MAX_LEDGER_BYTES:
+                raise LedgerUnavailable(f"--ledger {source}: more than {MAX_LEDGER_BYTES >> 20} MiB: not a ledger")
+            text = f.read_text(encoding="utf-8", errors="replace")
+        except PermissionError:
+            raise LedgerUnavailable(f"--ledger {source}: {f} is not readable by you (on the hub the ledger is "
+                                    "readable by the instructors' group)") from None
+        for line in text.splitlines():
+            try:
+                e = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(e, dict) and isinstance(e.get("user"), str):
+                out.setdefault(e["user"], []).append(e)
+    return out
+
+
+def _load_url(url: str) -> dict[str, list]:
+    token = os.environ.get(L.TOKEN_ENV, "").strip()
+    if not token:
+        raise LedgerUnavailable(f"--ledger {url}: reading the service needs your hub token in ${L.TOKEN_ENV} "
+                                "(a terminal on the hub has it), or pass the ledger's folder instead")
+    request = urllib.request.Request(url.rstrip("/") + "/events", headers={"Authorization": f"token {token}"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as r:
+            data = json.loads(r.read(MAX_LEDGER_BYTES + 1))
+    except urllib.error.HTTPError as e:
+        raise LedgerUnavailable(f"--ledger {url}: the service answered {e.code}: "
+                                f"{e.read(500).decode(errors='replace')}") from None
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        raise LedgerUnavailable(f"--ledger {url}: cannot read it ({e})") from None
+    events = data.get("events") if isinstance(data, dict) else None
+    if not isinstance(events, dict):
+        raise LedgerUnavailable(f"--ledger {url}: expected {{\"events\": {{user: [...]}}}} from the service")
+    return {u: [e for e in es if isinstance(e, dict)] for u, es in events.items() if isinstance(es, list)}
+
+
+def fingerprint(entries: list | None) -> str:
+    """What a student's grading depends on from the ledger ("" without one: earlier fingerprints hold)."""
+    if entries is None:
+        return ""
+    return "ledger=" + hashlib.sha256(json.dumps(entries, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _values_hash(values) -> str:
+    return hashlib.sha256(L._canonical(values or {})).hexdigest()
+
+
+def _ledger_history(entries: list, question: str) -> dict:
+    """The ledger's view of one question, in the order the service received the events: the
+    entry committed last before the first reveal, and that reveal."""
+    committed, revealed = None, None
+    for e in sorted((e for e in entries if e.get("question") == question), key=lambda e: str(e.get("received", ""))):
+        if e.get("kind") in ("commit", "revise") and revealed is None:
+            committed = e
+        elif e.get("kind") == "reveal" and committed is not None and revealed is None:
+            revealed = e
+    return {"committed": committed, "revealed": revealed}
+
+
+def _same(entry: dict, values) -> bool:
+    """Whether a ledger entry holds `values` (the record's encoded values)."""
+    if isinstance(entry.get("values"), dict):
+        return P.same_value(entry["values"], values or {})
+    return entry.get("values_hash") == _values_hash(values)
+
+
+def compare(record, questions, entries: list) -> list[str]:
+    """What in one notebook's record (autograder.integrity.predictions.Record) for `questions` disagrees
+    with the student's ledger `entries`; empty: the ledger vouches for it."""
+    questions = set(questions)
+    mine = [e for e in entries if e.get("question") in questions]
+    digests = {e.get("digest") for e in mine}
+    out, seen, missing = [], set(), []
+    for q in sorted(questions):
+        h = _ledger_history(mine, q)
+        if h["revealed"] is None:
+            continue
+        rec = P.history(record.events, q, after=False)     # no revision decoded: not used here
+        shown = h["committed"].get("values")
+        what = P.show_values(shown) if isinstance(shown, dict) else "an answer"
+        if not rec["revealed"]:
+            out.append(f"{DIFFERS}: the ledger has {_label(q)}'s truth shown at {P.clock(h['revealed'].get('received'))} "
+                       f"after {what} was committed; the record shows no reveal")
+        elif not _same(h["committed"], rec["committed"]):
+            out.append(f"{DIFFERS}: the ledger has {what} committed for {_label(q)} before its first reveal (at "
+                       f"{P.clock(h['revealed'].get('received'))}); the record grades "
+                       f"{P.show_values(rec['committed'])}")
+    for e in list(record.events) + list(record.copies):
+        if not isinstance(e, dict) or e.get("q") not in questions or e.get("kind") not in KINDS:
+            continue
+        d = L.digest(e)
+        if d not in seen:
+            seen.add(d)
+            if d not in digests:
+                missing.append(e)
+    if missing:
+        e = missing[0]
+        first = f"{_label(e['q'])} {e['kind']} at {P.clock(e.get('t'))}" + (
+            f", {P.show_values(e.get('values'))}" if e["kind"] != "reveal" else "")
+        unreachable = sum(m.get("ledger") == L.UNREACHABLE for m in missing)
+        out.append(f"{DIFFERS}: {len(missing)} of the record's {len(seen)} commits and reveals are not in the "
+                   f"ledger (the first: {first})" + (f"; the notebook noted the ledger unreachable for {unreachable} "
+                                                      "of them" if unreachable else ""))
+    return list(dict.fromkeys(out))
+
+
+def check(records: dict, questions: dict, entries: list | None) -> dict:
+    """{"status": a Vouch, "problems": {notebook: [lines]}} for
+    one submission: `records` {notebook: Record}, `questions` {notebook: question ids},
+    `entries` the student's ledger entries (None: graded without a ledger)."""
+    if entries is None:
+        return {"status": Vouch.NOT_VOUCHED, "problems": {}}
+    problems = {nb: lines for nb, rec in records.items() if (lines := compare(rec, questions.get(nb, ()), entries))}
+    return {"status": Vouch.DIFFERS if problems else Vouch.VOUCHED, "problems": problems}
+
+
+def apply(out, records: dict, tests: dict, entries: list | None) -> None:
+    """grade_one's hook: the ledger's verdict into the grading result `out` (an
+    autograde.Graded: its ledger, and each difference as a flag reason and a prediction-record
+    line)."""
+    from autograder.integrity.predictions import questions_of
+
+    result = check(records, {nb: questions_of(cells) for nb, cells in tests.items()}, entries)
+    out.ledger = result["status"]
+    for nb, lines in result["problems"].items():
+        out.flag_reasons.setdefault(nb, []).extend(Reason(Flag.LEDGER_DIFFERS, line) for line in lines)
+        out.predictions += [f"{nb}: {line}" for line in lines]
+
+
+def status(course, assignment: str, student: str) -> Vouch | None:
+    """The ledger's verdict on a graded submission (None when it was not graded)."""
+    from autograder.grading.status import grading_status
+
+    st = grading_status(course, assignment, student)
+    if st.get("status") != "graded":
+        return None
+    return Vouch.parse(st.get("ledger"))
