@@ -7,7 +7,6 @@ feedback/, gradebook.db, reports/) at the root. `--root` moves the grading data 
 """
 from __future__ import annotations
 
-import ast
 import hashlib
 import os
 import re
@@ -21,10 +20,9 @@ from course_lib.exercises.question_ids import metadata, question_of, role_of
 
 from autograder.authoring.release import (HEADER_FILE, REPO, RELEASE, SOURCE, assignments, ensure_tools_on_path, insert_header,
                       nbgrader_config)
+from autograder.cell_code import HIDDEN_BEGIN, assigned_names, used_names
 
 COURSE_ID = "roofline"
-HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
-HIDDEN_END = "### END HIDDEN TESTS"
 
 
 @dataclass
@@ -180,56 +178,6 @@ def tree_hash(path: Path) -> str:
 _nbgrader = metadata       # a cell's nbgrader metadata (course_lib.exercises.question_ids)
 
 
-def assigned_names(source: str) -> list[str]:
-    """Top-level names a code cell assigns (in order), ignoring the nbgrader delimiters."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    names = []
-    for node in tree.body:
-        targets = []
-        if isinstance(node, ast.Assign):
-            targets = node.targets
-        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
-            targets = [node.target]
-        for t in targets:
-            for n in ast.walk(t):
-                if isinstance(n, ast.Name) and n.id not in names:
-                    names.append(n.id)
-    return names
-
-
-def declared_variables(qid: str) -> list[str]:
-    """The answer variables of a question declared in course_lib.questions, or []."""
-    if not re.fullmatch(r"[a-z]+_q\d+[a-z]?", qid):
-        return []
-    try:
-        from course_lib.questions import get
-
-        return get(qid).variables
-    except (KeyError, ImportError):
-        return []
-
-
-def used_names(source: str) -> set[str]:
-    """Names a test cell reads: as variables, or by name as course_lib.exercises.checks does
-    (check_answer("q", "q2_ridge", ...), check_form("q", q2_ridge=...)), or as the variables of a
-    question declared in course_lib.questions (grade("wall_q1"))."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return set()
-    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    names |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.keyword) and n.arg}
-    names |= {n.value for n in ast.walk(tree)
-              if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.isidentifier()}
-    for n in ast.walk(tree):          # grade("wall_q1"): a question declared in course_lib.questions
-        if isinstance(n, ast.Constant) and isinstance(n.value, str):
-            names.update(declared_variables(n.value))
-    return names
-
-
 @dataclass
 class AnswerCell:
     notebook: str
@@ -276,36 +224,6 @@ def answer_cells(notebook_path: Path) -> list[AnswerCell]:
                  if n in used.get(q, set()) and not n.endswith(("_reasoning", "_reason", "_explanation"))]
         out.append(AnswerCell(name, m["grade_id"], q, title, names, tests.get(q, []), hidden.get(q, [])))
     return out
-
-
-def hidden_test_lines(source: str) -> list[str]:
-    """The lines between the hidden-test delimiters of a cell."""
-    lines, inside = [], False
-    for line in source.splitlines():
-        if HIDDEN_BEGIN in line:
-            inside = True
-            continue
-        if HIDDEN_END in line:
-            inside = False
-            continue
-        if inside:
-            lines.append(line)
-    return lines
-
-
-def strip_hidden_tests(source: str, placeholder: str = "# (hidden tests: not shown)") -> str:
-    out, inside = [], False
-    for line in source.splitlines():
-        if HIDDEN_BEGIN in line:
-            inside = True
-            out.append(placeholder)
-            continue
-        if HIDDEN_END in line:
-            inside = False
-            continue
-        if not inside:
-            out.append(line)
-    return "\n".join(out)
 
 
 def default_jobs() -> int:

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.course import assigned_names
-from autograder.integrity.verify import free_names  # noqa: F401  (for the tests: the grader's own)
+from autograder.cell_code import assigned_names
+from autograder.cell_code import free_names  # noqa: F401  (for the tests: the grader's own)
 from course_lib.exercises.question_ids import cell_id, metadata, question_of
 from autograder.authoring.cells import read_source
 

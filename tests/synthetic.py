@@ -28,7 +28,7 @@ import nbformat
 from course_lib.exercises.question_ids import metadata, question_of
 
 from autograder.authoring.cells import read_source
-from autograder.course import HIDDEN_BEGIN
+from autograder.cell_code import HIDDEN_BEGIN
 from autograder.authoring.release import SOURCE
 
 #: every kind of student make_class knows, in a default class

@@ -70,7 +70,8 @@ def test_record_writes_values_errors_and_missing_names():
 
 
 def test_grading_values_takes_each_name_from_its_answer_cell():
-    from autograder.integrity.verify import TestCell, free_names, grading_values
+    from autograder.integrity.verify import TestCell, grading_values
+    from autograder.cell_code import free_names
 
     src = "from course_lib.exercises.checks import check_number\nx = 2\ncheck_number(q1_time + x, truth)\nfor i in range(3): pass"
     assert free_names(src) == ["q1_time", "truth"]

@@ -641,7 +641,8 @@ def test_the_report_judges_each_variable_on_its_own(run):
 def test_a_helper_variable_of_the_solution_is_no_answer():
     import nbformat as nbf
 
-    from autograder.course import answer_cells, assigned_names
+    from autograder.course import answer_cells
+    from autograder.cell_code import assigned_names
     from autograder.outputs.report import answer_variables
     from autograder.integrity.verify import test_cells
 

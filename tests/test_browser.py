@@ -37,7 +37,7 @@ import nbformat
 import pytest
 
 from axe_check import axe_violations, describe
-from autograder.course import assigned_names
+from autograder.cell_code import assigned_names
 from course_lib.exercises.question_ids import cell_id, is_solution
 from autograder.authoring.cells import read_source
 

@@ -28,6 +28,8 @@ from autograder.locate import CourseNotFound, configured_exchange, exchange_root
 from autograder.authoring.publish import binder_url, student_repository
 from test_labextension import NAME as LABEXTENSION, assert_installed_as_shipped
 
+from autograder.authoring.cells import read_source
+
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
 RELEASE = REPO / "notebooks"
@@ -36,7 +38,6 @@ INSTRUCTOR_PLUGINS = ("@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-
 ENABLED_SERVER_EXTENSIONS = """
 from jupyter_core.paths import jupyter_config_path
 from jupyter_server.extension.config import ExtensionConfigManager
-from autograder.authoring.cells import read_source
 on = ExtensionConfigManager(read_config_path=jupyter_config_path()).get_jpserver_extensions()
 print(sorted(name for name, enabled in on.items() if enabled))
 """

@@ -10,7 +10,8 @@ import pytest
 
 from autograder.cli import main
 from autograder.course import question_of as autograder_question_of
-from autograder.authoring.lint import disagreeing_verifies, lint_notebook, question_calls
+from autograder.authoring.lint import disagreeing_verifies, lint_notebook
+from autograder.cell_code import question_calls
 from course_lib.exercises.question_ids import (cell_id, grade_id, is_answer_cell, is_manually_graded, is_test_cell, label,
                                      parse, points, question_of)
 from autograder.authoring.cells import read_source

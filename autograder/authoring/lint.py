@@ -23,15 +23,15 @@ say the answer holds.
 """
 from __future__ import annotations
 
-import ast
 import re
 from collections import Counter, defaultdict
 from pathlib import Path
 
 import nbformat
 
-from course_lib.exercises.question_ids import (ANY_ID, cell_id, is_question_id, metadata, parse, question_of)
+from course_lib.exercises.question_ids import (ANY_ID, cell_id, metadata, parse, question_of)
 from autograder.authoring.cells import AuthoringError, declaration_problems, expand, question_cells, source_problems
+from autograder.cell_code import question_calls
 
 MIN_CORRECT_TESTS = 4
 # a heading or a bold lead-in that announces points: "### Q3 · ... (4 points)", "**Discussion (2 points).**"
@@ -165,25 +165,6 @@ def _points(nb) -> list[str]:
         return ["headings announce different points than the graded cells carry (question: (heading, cells)): "
                 + str(dict(sorted(wrong.items())))]
     return []
-
-
-def question_calls(source: str) -> list[tuple[str, str, int]]:
-    """(function name, question id, line) of every call whose first argument is a string that
-    is a question id: check_form("hello_q3", ...), reveal("wall_q1", "wall_q2"), show("x_q1")."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    out = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call) or not node.args:
-            continue
-        name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "?")
-        args = node.args if name == "reveal" else node.args[:1]
-        for a in args:
-            if isinstance(a, ast.Constant) and is_question_id(a.value):
-                out.append((name, a.value, a.lineno))
-    return sorted(out, key=lambda t: t[2])
 
 
 def _question_arguments(nb) -> list[str]:

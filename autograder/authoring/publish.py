@@ -20,7 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.course import HIDDEN_BEGIN, HIDDEN_END
+from autograder.cell_code import HIDDEN_BEGIN, HIDDEN_END
 from autograder.authoring.cells import read_source
 
 #: what the student repository holds from the instructor's checkout (folders and files)

@@ -22,7 +22,7 @@ import nbformat
 
 from course_lib.exercises.question_ids import metadata
 
-from autograder.course import assigned_names
+from autograder.cell_code import assigned_names
 
 BOM = b"\xef\xbb\xbf"
 

@@ -20,8 +20,6 @@ anything else cannot be graded safely and stops grading (preflight) with the cel
 """
 from __future__ import annotations
 
-import ast
-import builtins
 import enum
 import json
 import os
@@ -29,11 +27,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-import nbformat
 
-from course_lib.exercises.question_ids import metadata, question_of, role_of
+from course_lib.exercises.question_ids import metadata
 
-from autograder.course import HIDDEN_BEGIN, assigned_names, declared_variables
+from autograder.cell_code import HIDDEN_BEGIN, assigned_names, free_names, named_answers
 from autograder.integrity import verifier_program
 from autograder.authoring.cells import read_source
 
@@ -57,54 +54,6 @@ class TestCell:
     @property
     def verifiable(self) -> bool:
         return not self.unknown
-
-
-def free_names(source: str) -> list[str]:
-    """Names a cell reads that it does not define itself (nor are builtins), in first-use order."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    defined, loaded = set(), []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            if isinstance(node.ctx, (ast.Store, ast.Del)):
-                defined.add(node.id)
-            else:
-                loaded.append((node.lineno, node.col_offset, node.id))
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            defined.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            for a in node.names:
-                defined.add((a.asname or a.name).split(".")[0])
-        elif isinstance(node, ast.arg):
-            defined.add(node.arg)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            defined.add(node.name)
-    order = list(dict.fromkeys(n for _, _, n in sorted(loaded)))
-    return [n for n in order if n not in defined and not hasattr(builtins, n)]
-
-
-def named_answers(source: str, answers) -> list[str]:
-    """Answer variables a cell reads *by name*, as course_lib.exercises.checks does
-    (``check_answer("q", "q2_ridge", ...)``, ``check_form("q", q2_ridge=Number())``): string
-    constants and keyword names that are among `answers`, in first-use order."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.keyword) and node.arg in answers:
-            found.append((node.value.lineno, node.value.col_offset, node.arg))
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in answers:
-            found.append((node.lineno, node.col_offset, node.value))
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            # a question declared in course_lib.questions (grade("phases_q3")) reads its variables
-            for name in declared_variables(node.value):
-                if name in answers:
-                    found.append((node.lineno, node.col_offset, name))
-    return list(dict.fromkeys(n for _, _, n in sorted(found)))
 
 
 _meta = metadata       # a cell's nbgrader metadata (course_lib.exercises.question_ids)

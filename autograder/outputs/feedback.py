@@ -53,7 +53,8 @@ from traitlets import default
 
 from course_lib.exercises.question_ids import cell_id, is_manually_graded, metadata
 
-from autograder.course import HIDDEN_BEGIN, Course, default_jobs, hidden_test_lines, strip_hidden_tests
+from autograder.course import Course, default_jobs
+from autograder.cell_code import HIDDEN_BEGIN, hidden_test_lines, strip_hidden_tests
 from autograder.authoring.release import ensure_tools_on_path
 from autograder.intake.safefiles import read_regular
 from autograder.outputs.limits import cap_outputs, cap_total_outputs

@@ -178,7 +178,7 @@ def answer_variables(cell, tests: dict) -> list[str]:
     them itself, in the order the tests read them. A helper the solution computes on the way
     (`capacity`, which a test either never reads or computes for itself) is not one, nor is a
     free-text reasoning variable (q3_reasoning: it earns nothing)."""
-    from autograder.course import assigned_names
+    from autograder.cell_code import assigned_names
 
     out = []
     for g in cell.tests:
