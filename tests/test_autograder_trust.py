@@ -639,8 +639,7 @@ def test_the_report_judges_each_variable_on_its_own(run):
 
 
 def test_a_helper_variable_of_the_solution_is_no_answer():
-    import nbformat as nbf
-
+    from autograder.authoring.cells import read_source
     from autograder.course import answer_cells
     from autograder.cell_code import assigned_names
     from autograder.outputs.report import answer_variables
@@ -649,7 +648,7 @@ def test_a_helper_variable_of_the_solution_is_no_answer():
     src = REPO / "solutions" / "03_two_phases" / "two_phases.ipynb"
     tests = {t.grade_id: t for t in test_cells(src)}
     q5 = next(c for c in answer_cells(src) if c.grade_id == "phases_q5_answer")
-    cell = next(c for c in nbf.read(str(src), as_version=4).cells
+    cell = next(c for c in read_source(src).cells
                 if c.metadata.get("nbgrader", {}).get("grade_id") == "phases_q5_answer")
     assert "capacity" in assigned_names(cell.source)      # the solution's helper
     assert answer_variables(q5, tests) == ["q5_capacity_gb", "q5_max_batch"]
