@@ -280,6 +280,10 @@ def _pending(qids) -> list[str]:
     return pending
 
 
+#: what a cell that holds content back prints (see `after`)
+WAITING = "shown here once"
+
+
 def revealed(*qids: str) -> bool:
     """Whether every question of `qids` has had its truth shown to this student."""
     return not _pending(qids)
@@ -292,8 +296,10 @@ def after(*qids: str, what: str = "What this cell shows") -> bool:
     that states an answer only ``if after("hello_q4", what="The roofline picture"):``."""
     pending = _pending(qids)
     if pending:
-        print(f"{what} appears here once the truth of {_and([q.split(' ')[0] for q in pending])} has been shown "
-              f"(still to do: {', '.join(pending)}); then run this cell again.")
+        names = [q.split(" ")[0] for q in pending]
+        truth = f"{names[0]}'s truth has" if len(names) == 1 else f"the truths of {_and(names)} have"
+        print(f"{what}: {WAITING} {truth} been shown. Still to do: {', '.join(pending)}. "
+              "Then run this cell again.")
     return not pending
 
 
