@@ -32,7 +32,8 @@ SLOW_FILES = {
 #: single tests of otherwise fast files: file -> test function names
 SLOW_TESTS = {
     "test_notebooks.py": {"test_notebook_executes_cleanly"},
-    "test_questions.py": {"test_reading_ahead_shows_no_answer"},      # runs every lesson blank in a kernel
+    "test_questions.py": {"test_reading_ahead_shows_no_answer",        # run every lesson in a kernel
+                          "test_skipping_every_question_runs_the_rest_of_the_lesson"},
     # three full measurements of this machine, back to back (a stability check)
     "test_measure.py": {"test_the_graded_classifications_hold_and_are_stable_over_three_runs",
                         # two measurements and the benchmark's controls

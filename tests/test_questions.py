@@ -277,7 +277,7 @@ def _setting_words(qid: str, name: str, g: dict) -> list[str]:
 
 
 #: a table's columns that say where a row stands, not what it finds (no result stands in them)
-SETTING_COLUMNS = {"layer", "batch", "workload", "chip", "model", "name", "context", "prompt", "m", "n", "size"}
+SETTING_COLUMNS = {"layer", "batch", "batch size", "workload", "chip", "model", "name", "context", "prompt", "m", "n", "size"}
 #: questions whose answer is a given in other units (the question asks to convert it): their
 #: answer counts as stated only in the answer's own unit
 CONVERTS_A_GIVEN = {"phases_q5": "nvidia-smi's memory is given in MiB, the answer asked in GB"}
@@ -533,3 +533,49 @@ def test_no_markdown_cell_states_an_answer(lesson, monkeypatch):
     nb = nbformat.read(RELEASED[lesson], as_version=4)
     problems = read_ahead_leaks(nb, _unmeasured_solution)
     assert not problems, f"{lesson}: the prose states answers:\n" + "\n".join(problems)
+
+
+# ---- skipping a question: the header's documented way ------------------------------------------------
+def _skipped(nb):
+    """`nb` as a student runs it who skips every question as solutions/running_this_notebook.md
+    says (select the first cell after the question's verify cell, Run Selected Cell and All
+    Below): without the cells from each answer cell through its verify cell."""
+    import nbformat
+
+    out, skipping = [], None
+    for cell in nb.cells:
+        gid = meta(cell).get("grade_id", "")
+        hit = re.match(r"^([a-z]+_q\d+[a-z]?)_(prediction|answer)$", gid)
+        if hit and cell.cell_type == "code":
+            skipping = hit.group(1)
+        if skipping is None:
+            out.append(cell)
+        elif gid == f"{skipping}_verify":
+            skipping = None
+    return nbformat.v4.new_notebook(cells=out, metadata=nb.metadata)
+
+
+@pytest.mark.parametrize("lesson", sorted(RELEASED))
+def test_skipping_every_question_runs_the_rest_of_the_lesson(lesson, tmp_path, monkeypatch, _kernel_env):
+    """Every question skipped the documented way, the rest of the lesson runs without an error:
+    no cell after a question needs its answer, and what gives an answer away says it waits."""
+    import shutil
+
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    from course_lib.questions import variants as V
+
+    monkeypatch.setenv("COURSE_LIB_MEASURE", "quick")
+    monkeypatch.delenv(V.KEY_ENV, raising=False)
+    path = RELEASED[lesson]
+    work = tmp_path / path.parent.name
+    shutil.copytree(path.parent, work, ignore=shutil.ignore_patterns(".ipynb_checkpoints", ".predictions.jsonl"))
+    nb = _skipped(nbformat.read(work / path.name, as_version=4))
+    try:
+        NotebookClient(nb, timeout=240, kernel_name="python3", resources={"metadata": {"path": str(work)}}).execute()
+    except CellExecutionError as e:
+        pytest.fail(f"{lesson}, every question skipped: a cell after a skipped question fails:\n{str(e)[-1500:]}")
+    assert any("shown here once" in o.get("text", "") for c in nb.cells for o in c.get("outputs", [])), \
+        f"{lesson}: nothing said what waits for a question's truth"
