@@ -25,7 +25,7 @@ import pytest
 
 from course_lib.exercises.answer_forms import Choice, Number, Ratio, Reason, Regime
 from course_lib.questions import all_questions
-from course_lib.exercises.question_ids import metadata as meta
+from course_lib.exercises.question_ids import metadata as meta, question_of
 from lesson_questions import SOLUTIONS, strip_delimiters
 from autograder.authoring import read_source
 
@@ -353,7 +353,7 @@ def _widget_texts(nb) -> dict[str, tuple]:
 
 
 def _visible(nb):
-    """(where, chunk) for everything a student sees of the run notebook: every markdown cell but
+    """(cell index, where, chunk) for everything a student sees of the run notebook: every markdown cell but
     their own written answers, every output (text, HTML with its alt text and tables, widgets:
     what they show, led by the setting their controls are on)."""
     widgets = _widget_texts(nb)
@@ -371,12 +371,12 @@ def _visible(nb):
         if cell.cell_type == "markdown":
             if not meta(cell).get("solution"):
                 for c in _chunks(cell.source):
-                    yield where, c
+                    yield i, where, c
             continue
         for out in cell.get("outputs", []):
             if out.get("output_type") == "stream":
                 for c in _chunks(out.get("text", "")):
-                    yield where, c
+                    yield i, where, c
             elif out.get("output_type") in ("display_data", "execute_result"):
                 data = out.get("data", {})
                 if "application/vnd.jupyter.widget-view+json" in data:
@@ -385,16 +385,16 @@ def _visible(nb):
                     for _, parts, _ in models:
                         for text in parts:
                             for c in _chunks(text, html="<" in text):
-                                yield f"{where}, the widget at {setting}", f"[{setting}] {c}"
+                                yield i, f"{where}, the widget at {setting}", f"[{setting}] {c}"
                 if "text/html" in data:
                     for c in _chunks(data["text/html"], html=True):
-                        yield where, c
+                        yield i, where, c
                 elif "text/markdown" in data:
                     for c in _chunks(data["text/markdown"]):
-                        yield where, c
+                        yield i, where, c
                 elif "text/plain" in data:
                     for c in _chunks(data["text/plain"]):
-                        yield where, c
+                        yield i, where, c
 
 
 def _in_units(spec, truth: float, unit: str | None):
@@ -410,9 +410,11 @@ def _in_units(spec, truth: float, unit: str | None):
         return None
 
 
-def read_ahead_leaks(nb, solution) -> list[str]:
-    """What a blank run of the release notebook `nb` (nothing committed, nothing revealed) shows
-    of any answer, the truths being `solution(question)`'s (None: that question is left out)."""
+def read_ahead_leaks(nb, solution, in_order: bool = False) -> list[str]:
+    """What the run notebook `nb` shows of any answer before its truth is shown, the truths being
+    `solution(question)`'s (None: that question is left out). A blank run (nothing committed)
+    reveals nothing; `in_order`: the questions were answered in order, so each one's truth is
+    shown from its verify cell on (and its own answer is on screen in its own cells)."""
     from course_lib.questions import variants as V
 
     prefix = {meta(c).get("grade_id", "").split("_", 1)[0] for c in nb.cells} & DECLARED_PREFIXES
@@ -431,8 +433,13 @@ def read_ahead_leaks(nb, solution) -> list[str]:
                 words = [rf"(?<![\w.-]){re.escape(str(value))}(?![\w-]|\.\d)"]
                 answers.append((q, name, spec, value, words + _setting_words(q.id, name, {**g, "truth": value})))
     problems = []
-    for where, chunk in _visible(nb):
+    verify_at = {question_of(meta(c).get("grade_id", "")): i for i, c in enumerate(nb.cells)
+                 if meta(c).get("grade_id", "").endswith("_verify")}
+    for i, where, chunk in _visible(nb):
         for q, name, spec, truth, words in answers:
+            if in_order and (verify_at.get(q.id, len(nb.cells)) <= i
+                             or question_of(meta(nb.cells[i]).get("grade_id", "")) == q.id):
+                continue
             if words is not None:
                 options = spec.options if isinstance(spec, Choice) else ("memory-bound", "compute-bound")
                 listed = sum(
@@ -450,9 +457,10 @@ def read_ahead_leaks(nb, solution) -> list[str]:
     return problems
 
 
-def run_blank(path, folder):
+def run_blank(path, folder, nb=None):
     """The release notebook `path` run top to bottom in a kernel with nothing answered, errors
-    allowed (as Run All past the stops shows it), in a copy of its folder; the notebook run."""
+    allowed (as Run All past the stops shows it), in a copy of its folder; the notebook run.
+    `nb`: run that notebook instead (such as the solution, every question answered)."""
     import shutil
 
     import nbformat
@@ -460,7 +468,7 @@ def run_blank(path, folder):
 
     work = folder / path.parent.name
     shutil.copytree(path.parent, work, ignore=shutil.ignore_patterns(".ipynb_checkpoints", ".predictions.jsonl"))
-    nb = nbformat.read(work / path.name, as_version=4)
+    nb = nb if nb is not None else nbformat.read(work / path.name, as_version=4)
     NotebookClient(nb, timeout=240, kernel_name="python3", allow_errors=True, store_widget_state=True,
                    resources={"metadata": {"path": str(work)}}).execute()
     return nb
@@ -482,19 +490,29 @@ def _a_variant_key(spaced) -> str:
     return next(k for k in keys if all(V.draw(k, q) != QUESTIONS[q].givens for q in spaced))
 
 
-@pytest.mark.parametrize("variant", ["the lesson's own numbers", "a student's variant"])
+@pytest.mark.parametrize("variant", ["the lesson's own numbers", "a student's variant", "answers in order"])
 @pytest.mark.parametrize("lesson", sorted(RELEASED))
 def test_reading_ahead_shows_no_answer(lesson, variant, tmp_path, monkeypatch, _kernel_env):
     """The release notebook run blank, every cell, errors allowed (Run All past the stops, or
     running the cells below a question before answering it): no markdown cell and no output
     states any question's answer, with the lesson's own numbers and with a student's own
     variant (where the lesson has variants: its figures, tables and explorers show that
-    student's numbers, and none of their answers early). Lesson 5 measures quickly
+    student's numbers, and none of their answers early). And the solution run, every question
+    answered in order: nothing shows a question's answer above its verify cell (what a cell
+    unlocks for one question does not give a later one away). Lesson 5 measures quickly
     ($COURSE_LIB_MEASURE=quick)."""
     from course_lib.questions import variants as V
 
     path = RELEASED[lesson]
     monkeypatch.setenv("COURSE_LIB_MEASURE", "quick")
+    if variant == "answers in order":
+        monkeypatch.delenv(V.KEY_ENV, raising=False)
+        source = SOLUTIONS[[p.parent.name for p in SOLUTIONS].index(lesson)]
+        nb = run_blank(source, tmp_path, nb=read_source(source))
+        problems = read_ahead_leaks(nb, lambda q: q.solution(), in_order=True)
+        assert not problems, (f"{lesson}, answered in order: {len(problems)} answers on screen above their "
+                              "verify cell:\n" + "\n".join(problems))
+        return
     if variant == "the lesson's own numbers":
         monkeypatch.delenv(V.KEY_ENV, raising=False)
     else:
