@@ -62,7 +62,9 @@ def lesson5():
         ns = lesson.namespace()
         printed = {}
         cells = {c.get("id") for c in read_source(L5).cells}
-        for cid in ("mach-q3-verify", "mach-q5-verify", "mach-q6-verify"):
+        # Q1-Q4 revealed first: the Q5 table waits for their truths (course_lib.questions.after)
+        for cid in ("mach-q1-verify", "mach-q2-verify", "mach-q3-verify", "mach-q4-verify", "mach-q5-verify",
+                    "mach-q6-verify"):
             out = io.StringIO()
             form = cid.replace("-verify", "-form")
             with contextlib.redirect_stdout(out):

@@ -125,6 +125,9 @@ def test_notebook_executes_cleanly(path, warm_matplotlib, tmp_path):
     assert not stderr, (f"{rel(path)}: nbgrader scores a test cell with stderr output 0, and "
                         "students read warnings as errors:\n" + "\n".join(stderr))
     assert elapsed <= MAX_SECONDS, f"{rel(path)} took {elapsed:.1f} s to run (limit {MAX_SECONDS} s)"
+    locked = [describe(nb, i) for i, c in enumerate(nb.cells) if c.cell_type == "code" and any(
+        "shown here once" in o.get("text", "") for o in c.get("outputs", []))]
+    assert not locked, f"{rel(path)}: with every answer committed and shown, {', '.join(locked)} still hold back"
     disagreements = disagreeing_verifies(nb)      # the solution passes its hidden tests: verify agrees
     assert not disagreements, f"{rel(path)}:\n" + "\n".join(disagreements)
 

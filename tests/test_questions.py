@@ -7,7 +7,16 @@
 * nothing a student sees above an answer cell -- markdown, the outputs of every cell above,
   earlier questions' verify output included -- shows that question's numeric answer, or says a
   post-reveal explanation of it: with the lesson's own numbers, and with a student's own variant
-  where the lesson's questions have a parameter space.
+  where the lesson's questions have a parameter space;
+* reading ahead shows nothing either (issue 31): each lesson's release notebook run blank in a
+  kernel, every cell, errors allowed (Run All past the stops), with the lesson's own numbers and
+  with a student's variant: no markdown cell and no output (text, HTML tables, figures' alt text
+  and data tables, widgets' state) states a numeric answer (in any unit of its dimension, to 3
+  significant digits or the answer's tolerance) or a regime or choice answer on a line that names
+  its question's setting; and answering in order (the solution run, with both numbers), none
+  shows above a question's verify cell (slow tier; the prose alone is checked in the fast tier);
+* skipping every question as the header says (from the cell after its verify cell, Run Selected
+  Cell and All Below) runs the rest of each lesson without an error (slow tier).
 """
 from __future__ import annotations
 
@@ -19,7 +28,7 @@ import pytest
 
 from course_lib.exercises.answer_forms import Choice, Number, Ratio, Reason, Regime
 from course_lib.questions import all_questions
-from course_lib.exercises.question_ids import metadata as meta
+from course_lib.exercises.question_ids import metadata as meta, question_of
 from lesson_questions import SOLUTIONS, strip_delimiters
 from autograder.authoring.cells import read_source
 
@@ -232,3 +241,364 @@ def test_nor_in_a_students_own_variant(path, monkeypatch):
     assert all(V.current(q) != QUESTIONS[q].givens for q in spaced)
     problems = leaks(path)
     assert not problems, "\n".join(problems)
+
+
+# ---- read ahead: the whole lesson, run blank -------------------------------------------------------
+# A student who scrolls down, or runs every cell below a question before answering it ("Run All"
+# past the stops), sees the markdown and every cell's output with nothing committed and nothing
+# revealed. None of it may state a question's answer: a numeric answer (as `_gives_away` reads
+# one, in any unit of its dimension), nor a regime or choice stated with its question's setting.
+RELEASED = {p.parent.name: p for p in sorted((SOLUTIONS[0].parent.parent.parent / "notebooks").glob("*/*.ipynb"))}
+TAG = re.compile(r"<[^>]+>")
+
+
+def _setting_words(qid: str, name: str, g: dict) -> list[str]:
+    """What a line must also say to state the regime or choice answer `name` of `qid` as its
+    answer: regular expressions, all on the line with the answer, from the question's givens
+    `g` (and "truth", the answer)."""
+    chip = lambda: rf"\b{re.escape(str(g['chip']))}\b"                                   # noqa: E731
+    num = lambda v: rf"(?<![\d.,]){v:,}(?![\d.,])|(?<![\d.,]){v}(?![\d.,])"            # noqa: E731
+    batch = lambda v: rf"\b(?:batch|b)\s*(?:=\s*|size\s*)?{v}(?![\d.])"                  # noqa: E731
+    words = {
+        "hello_q3": lambda: [rf"\bM\s*=\s*{g['truth']}\b", r"bound"],
+        "hello_q4": lambda: [chip(), batch(g["batch"])],
+        "hello_q7": lambda: [chip(), batch(g["batch"])],
+        "hello_q8": lambda: [r"bound|intensity|FLOP/B"],
+        "mach_q3": lambda: [r"\bdot\b" if name == "q3_dot_regime" else r"matmul|matrix"],
+        "mach_q4": lambda: [rf"\d\s*{'KiB' if name == 'q4_small_level' else '(?:MiB|GiB)'}\s+in\s+{g['truth']}\b"],
+        "mach_q6": lambda: [r"ridge"],
+        "phases_q1": lambda: [r"prefill|decode", num(g["prompt"])],
+        "phases_q7": lambda: [{"q7_chatbot": "chatbot", "q7_summarizer": "summari", "q7_classifier": "classif"}[name]],
+        "phases_q8": lambda: [batch(g["batch"])],
+        "quant_q1": lambda: [r"decode|generat", num(g["prompt"])],
+        "quant_q5": lambda: [batch(g["batch"])],
+        "wall_q4": lambda: [r"ridge"],
+        "wall_q5": lambda: [r"ridge", rf"\b{g['new']}\b"],
+        "wall_q7": lambda: [r"chatbot" if name == "q7_chatbot" else r"offline"],
+    }
+    return words[qid]()
+
+
+#: a table's columns that say where a row stands, not what it finds (no result stands in them)
+SETTING_COLUMNS = {"layer", "batch", "batch size", "workload", "chip", "model", "name", "context", "prompt", "m", "n", "size"}
+#: questions whose answer is a given in other units (the question asks to convert it): their
+#: answer counts as stated only in the answer's own unit
+CONVERTS_A_GIVEN = {"phases_q5": "nvidia-smi's memory is given in MiB, the answer asked in GB"}
+
+
+def _unit_of(header: str) -> str | None:
+    """The unit a table column's header names: 'attainable (TFLOP/s)' -> 'TFLOP/s', 'MB' -> 'MB'."""
+    hit = re.search(r"\(([^()]+)\)\s*$", header)
+    unit = hit.group(1) if hit else header
+    return unit if re.fullmatch(r"[A-Za-z]+(?:/[A-Za-z]+)?", unit) and unit.lower() not in {
+        "layer", "bound", "regime", "batch", "workload", "time", "chip", "model", "name"} else None
+
+
+def _table_rows(html: str) -> list[str]:
+    """Each row of each <table> in `html` as "caption: header = value; header = value; ..." (a
+    value under its column's header stands as a result, as after '=')."""
+    import html as H
+
+    text = lambda s: re.sub(r"\s+", " ", H.unescape(TAG.sub(" ", s))).strip()     # noqa: E731
+    rows = []
+    for table in re.findall(r"(?is)<table.*?</table>", html):
+        caption = text(" ".join(re.findall(r"(?is)<caption>(.*?)</caption>", table)))
+        header = [text(h) for h in re.findall(r"(?is)<th[^>]*>(.*?)</th>", table)]
+        for row in re.findall(r"(?is)<tr[^>]*>(.*?)</tr>", table):
+            cells = [text(c) for c in re.findall(r"(?is)<td[^>]*>(.*?)</td>", row)]
+            if cells:
+                heads = header[-len(cells):] if header else [""] * len(cells)
+                pairs = [f"{h} {c}" if h.lower().split(" (")[0] in SETTING_COLUMNS else
+                         f"{h} = {c}" + (f" {_unit_of(h)}" if _unit_of(h) and not re.search(r"[A-Za-z%]", c) else "")
+                         for h, c in zip(heads, cells)]
+                rows.append(f"{caption}: " + "; ".join(pairs))
+    return rows
+
+
+def _chunks(text: str, html: bool = False) -> list[str]:
+    """A text cut where a statement ends: table rows (a plain-text table's row led by its first
+    column's name), lines, sentences; an image's alt text on its own."""
+    import html as H
+
+    out = []
+    if html:
+        out += _table_rows(text)
+        text = re.sub(r"(?is)<table.*?</table>", "\n", text)
+        text = re.sub(r'alt="([^"]*)"', lambda m: "\n" + m.group(1) + "\n", text)
+        text = re.sub(r"(?i)<br\s*/?>|</p>|</li>|</div>|</caption>|</h\d>|</summary>", "\n", text)
+        text = H.unescape(TAG.sub(" ", text))
+    column = None
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) >= 2 and not re.search(r"\d", line):
+            column = words[0]                     # a plain-text table's header
+        elif column and words and re.fullmatch(r"[\d.,]+", words[0]):
+            line = f"{column} {line}"
+        elif not words:
+            column = None
+        out.extend(s for s in re.split(r"(?<=[.;!?])\s+(?=[A-Z])", line) if s.strip())
+    return out
+
+
+def _widget_texts(nb) -> dict[str, tuple]:
+    """Each widget model's text (value, description, alt text) and children, by model id."""
+    state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    texts = {}
+    for mid, model in state.items():
+        s = model.get("state", {})
+        value = s.get("value")
+        value = value if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
+        setting = f"{s['description']} {value}" if s.get("description") and value is not None else None
+        parts = [str(v) for v in (value, s.get("alt")) if v is not None and setting is None]
+        kids = [c[len("IPY_MODEL_"):] for c in s.get("children", []) if isinstance(c, str)]
+        texts[mid] = (setting, parts, kids)
+    return texts
+
+
+def _visible(nb):
+    """(cell index, where, chunk) for everything a student sees of the run notebook: every markdown cell but
+    their own written answers, every output (text, HTML with its alt text and tables, widgets:
+    what they show, led by the setting their controls are on)."""
+    widgets = _widget_texts(nb)
+
+    def tree(mid, seen):
+        if mid in seen or mid not in widgets:
+            return
+        seen.add(mid)
+        yield widgets[mid]
+        for k in widgets[mid][2]:
+            yield from tree(k, seen)
+
+    for i, cell in enumerate(nb.cells):
+        where = f"cell {i} ({meta(cell).get('grade_id') or cell.get('id', '')})"
+        if cell.cell_type == "markdown":
+            if not meta(cell).get("solution"):
+                for c in _chunks(cell.source):
+                    yield i, where, c
+            continue
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream":
+                for c in _chunks(out.get("text", "")):
+                    yield i, where, c
+            elif out.get("output_type") in ("display_data", "execute_result"):
+                data = out.get("data", {})
+                if "application/vnd.jupyter.widget-view+json" in data:
+                    models = list(tree(data["application/vnd.jupyter.widget-view+json"].get("model_id"), set()))
+                    setting = "; ".join(s for s, _, _ in models if s)
+                    for _, parts, _ in models:
+                        for text in parts:
+                            for c in _chunks(text, html="<" in text):
+                                yield i, f"{where}, the widget at {setting}", f"[{setting}] {c}"
+                if "text/html" in data:
+                    for c in _chunks(data["text/html"], html=True):
+                        yield i, where, c
+                elif "text/markdown" in data:
+                    for c in _chunks(data["text/markdown"]):
+                        yield i, where, c
+                elif "text/plain" in data:
+                    for c in _chunks(data["text/plain"]):
+                        yield i, where, c
+
+
+def _in_units(spec, truth: float, unit: str | None):
+    """The truth in the printed `unit` where it is another unit of the answer's dimension (52.9 us
+    printed as 0.0529 ms), else None."""
+    if not unit or not spec.units or unit in ALIASES.get(spec.units, {spec.units}):
+        return None
+    from course_lib import Q_
+
+    try:
+        return Q_(truth, spec.units).to(unit).magnitude
+    except Exception:
+        return None
+
+
+def read_ahead_leaks(nb, solution, in_order: bool = False) -> list[str]:
+    """What the run notebook `nb` shows of any answer before its truth is shown, the truths being
+    `solution(question)`'s (None: that question is left out). A blank run (nothing committed)
+    reveals nothing; `in_order`: the questions were answered in order, so each one's truth is
+    shown from its verify cell on (and its own answer is on screen in its own cells)."""
+    from course_lib.questions import variants as V
+
+    prefix = {meta(c).get("grade_id", "").split("_", 1)[0] for c in nb.cells} & DECLARED_PREFIXES
+    questions = [q for qid, q in QUESTIONS.items() if qid.split("_", 1)[0] in prefix]
+    answers = []
+    for q in questions:
+        sol = solution(q)
+        if sol is None:
+            continue
+        g = {**q.givens, **V.current(q.id)}
+        for name in q.answer_names:
+            spec, value = q.specs[name], sol.truths[name].value
+            if isinstance(spec, Number):
+                answers.append((q, name, spec, spec.read_truth(value), None))
+            else:
+                words = [rf"(?<![\w.-]){re.escape(str(value))}(?![\w-]|\.\d)"]
+                answers.append((q, name, spec, value, words + _setting_words(q.id, name, {**g, "truth": value})))
+    problems = []
+    verify_at = {question_of(meta(c).get("grade_id", "")): i for i, c in enumerate(nb.cells)
+                 if meta(c).get("grade_id", "").endswith("_verify")}
+    for i, where, chunk in _visible(nb):
+        for q, name, spec, truth, words in answers:
+            if in_order and (verify_at.get(q.id, len(nb.cells)) <= i
+                             or question_of(meta(nb.cells[i]).get("grade_id", "")) == q.id):
+                continue
+            if words is not None:
+                options = spec.options if isinstance(spec, Choice) else ("memory-bound", "compute-bound")
+                listed = sum(
+                    bool(re.search(rf"(?<![\w.-]){re.escape(str(o))}(?![\w-]|\.\d)", chunk)) for o in options) > 1
+                if not listed and all(re.search(w, chunk, re.I) for w in words):
+                    problems.append(f"{q.id} {name} ({truth!r} with its setting): {where}: {chunk.strip()[:200]!r}")
+                continue
+            for text, value, unit, result in _numbers(chunk):
+                scaled = None if q.id in CONVERTS_A_GIVEN else _in_units(spec, truth, unit)
+                hit = (_gives_away(spec, value, None, True, scaled) if scaled is not None else
+                       _gives_away(spec, value, unit, result, truth) and not (truth == 1 and unit is None))
+                if hit:
+                    problems.append(f"{q.id} {name} ({truth:.4g} {spec.units or ''}): {where}: "
+                                    f"{text!r} {unit or ''} in {chunk.strip()[:200]!r}")
+    return problems
+
+
+def run_blank(path, folder, nb=None):
+    """The release notebook `path` run top to bottom in a kernel with nothing answered, errors
+    allowed (as Run All past the stops shows it), in a copy of its folder; the notebook run.
+    `nb`: run that notebook instead (such as the solution, every question answered)."""
+    import shutil
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    work = folder / path.parent.name
+    shutil.copytree(path.parent, work, ignore=shutil.ignore_patterns(".ipynb_checkpoints", ".predictions.jsonl"))
+    nb = nb if nb is not None else nbformat.read(work / path.name, as_version=4)
+    NotebookClient(nb, timeout=240, kernel_name="python3", allow_errors=True, store_widget_state=True,
+                   resources={"metadata": {"path": str(work)}}).execute()
+    return nb
+
+
+@pytest.fixture(scope="module")
+def _kernel_env():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.font_manager  # noqa: F401  (the font cache built here, not in a kernel)
+
+
+def _a_variant_key(spaced) -> str:
+    from course_lib.questions import student_key
+    from course_lib.questions import variants as V
+
+    keys = (student_key(b"the leak test's course secret", f"s{i}") for i in range(2000))
+    return next(k for k in keys if all(V.draw(k, q) != QUESTIONS[q].givens for q in spaced))
+
+
+@pytest.mark.parametrize("variant", ["the lesson's own numbers", "a student's variant", "answers in order",
+                                     "a student's variant, answers in order"])
+@pytest.mark.parametrize("lesson", sorted(RELEASED))
+def test_reading_ahead_shows_no_answer(lesson, variant, tmp_path, monkeypatch, _kernel_env):
+    """The release notebook run blank, every cell, errors allowed (Run All past the stops, or
+    running the cells below a question before answering it): no markdown cell and no output
+    states any question's answer, with the lesson's own numbers and with a student's own
+    variant (where the lesson has variants: its figures, tables and explorers show that
+    student's numbers, and none of their answers early). And the solution run, every question
+    answered in order: nothing shows a question's answer above its verify cell (what a cell
+    unlocks for one question does not give a later one away). Lesson 5 measures quickly
+    ($COURSE_LIB_MEASURE=quick)."""
+    from course_lib.questions import variants as V
+
+    path = RELEASED[lesson]
+    monkeypatch.setenv("COURSE_LIB_MEASURE", "quick")
+    source = SOLUTIONS[[p.parent.name for p in SOLUTIONS].index(lesson)]
+    if variant.startswith("a student's variant"):
+        spaced = _spaced(source)
+        if not spaced:
+            pytest.skip(f"{lesson} asks everyone the same numbers")
+        monkeypatch.setenv(V.KEY_ENV, _a_variant_key(spaced))
+        monkeypatch.setenv(V.STUDENT_ENV, "read-ahead-check")
+    else:
+        monkeypatch.delenv(V.KEY_ENV, raising=False)
+    if variant.endswith("answers in order"):
+        # the solution's answers (a variant student's are wrong, and their hidden tests fail: errors
+        # are allowed); each form check commits, each verify cell reveals that student's truth
+        nb = run_blank(source, tmp_path, nb=read_source(source))
+        problems = read_ahead_leaks(nb, lambda q: q.solution(**V.current(q.id)), in_order=True)
+        assert not problems, (f"{lesson}, {variant}: {len(problems)} answers on screen above their "
+                              "verify cell:\n" + "\n".join(problems))
+        return
+    nb = run_blank(path, tmp_path)             # the kernel inherits the environment set here
+    problems = read_ahead_leaks(nb, lambda q: q.solution(**V.current(q.id)))
+    assert not problems, (f"{lesson}, run blank with {variant}: {len(problems)} answers on screen before "
+                          "their truth is shown:\n" + "\n".join(problems))
+
+
+def _unmeasured_solution(q):
+    """`q`'s truth where it needs no measurement of this machine (None where it does)."""
+    try:
+        return q.solution()
+    except KeyError:              # course_lib.measure.result.example() has no such kernel
+        return None
+
+
+@pytest.mark.parametrize("lesson", sorted(RELEASED))
+def test_no_markdown_cell_states_an_answer(lesson, monkeypatch):
+    """The fast part of the read-ahead test: the release's prose alone (no kernel), with the
+    lesson's own numbers."""
+    import nbformat
+
+    from course_lib.questions import variants as V
+
+    from course_lib import measure
+    from course_lib.measure.result import example
+
+    monkeypatch.delenv(V.KEY_ENV, raising=False)
+    monkeypatch.setattr(measure, "this_machine", lambda *a, **k: example())     # no measuring here
+    nb = nbformat.read(RELEASED[lesson], as_version=4)
+    problems = read_ahead_leaks(nb, _unmeasured_solution)
+    assert not problems, f"{lesson}: the prose states answers:\n" + "\n".join(problems)
+
+
+# ---- skipping a question: the header's documented way ------------------------------------------------
+def _skipped(nb):
+    """`nb` as a student runs it who skips every question as solutions/running_this_notebook.md
+    says (select the first cell after the question's verify cell, Run Selected Cell and All
+    Below): without the cells from each answer cell through its verify cell."""
+    import nbformat
+
+    out, skipping = [], None
+    for cell in nb.cells:
+        gid = meta(cell).get("grade_id", "")
+        hit = re.match(r"^([a-z]+_q\d+[a-z]?)_(prediction|answer)$", gid)
+        if hit and cell.cell_type == "code":
+            skipping = hit.group(1)
+        if skipping is None:
+            out.append(cell)
+        elif gid == f"{skipping}_verify":
+            skipping = None
+    return nbformat.v4.new_notebook(cells=out, metadata=nb.metadata)
+
+
+@pytest.mark.parametrize("lesson", sorted(RELEASED))
+def test_skipping_every_question_runs_the_rest_of_the_lesson(lesson, tmp_path, monkeypatch, _kernel_env):
+    """Every question skipped the documented way, the rest of the lesson runs without an error:
+    no cell after a question needs its answer, and what gives an answer away says it waits."""
+    import shutil
+
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    from course_lib.questions import variants as V
+
+    monkeypatch.setenv("COURSE_LIB_MEASURE", "quick")
+    monkeypatch.delenv(V.KEY_ENV, raising=False)
+    path = RELEASED[lesson]
+    work = tmp_path / path.parent.name
+    shutil.copytree(path.parent, work, ignore=shutil.ignore_patterns(".ipynb_checkpoints", ".predictions.jsonl"))
+    nb = _skipped(nbformat.read(work / path.name, as_version=4))
+    try:
+        NotebookClient(nb, timeout=240, kernel_name="python3", resources={"metadata": {"path": str(work)}}).execute()
+    except CellExecutionError as e:
+        pytest.fail(f"{lesson}, every question skipped: a cell after a skipped question fails:\n{str(e)[-1500:]}")
+    assert any("shown here once" in o.get("text", "") for c in nb.cells for o in c.get("outputs", [])), \
+        f"{lesson}: nothing said what waits for a question's truth"

@@ -183,7 +183,7 @@ def _question_arguments(nb) -> list[str]:
             if q not in known:
                 problems.append(f"{where} line {line}: {f}({q!r}) names no question of this notebook "
                                 f"(its questions: {', '.join(sorted(known))})")
-            elif own and q != own and q not in revealed:
+            elif own and q != own and q not in revealed and f not in ("after", "revealed"):   # these only read
                 problems.append(f"{where} line {line}: {f}({q!r}) in a cell of question {own}")
         if (parse(gid) or (None, None, None))[2] == "verify" and own in committed and own not in revealed:
             problems.append(f"cell {gid}: a verify cell reveals its own question first: reveal({own!r})")

@@ -39,7 +39,7 @@ from . import variants
 from .registry import REGISTRY, get, lesson_module, question_order
 
 __all__ = ["Question", "Solution", "Truth", "question", "get", "REGISTRY", "RULES", "takeaways", "lesson_questions",
-           "check_form", "grade", "show", "lesson_module"]
+           "check_form", "grade", "show", "lesson_module", "revealed", "after"]
 
 #: how a question is graded; each heading says which (and so does the form check's receipt)
 RULES = {
@@ -221,6 +221,48 @@ def lesson_questions(prefix: str) -> list[Question]:
     """The declared questions of one lesson (`prefix`, e.g. "phases"), in question order."""
     importlib.import_module(lesson_module(f"{prefix}_q0"))
     return sorted((q for q in REGISTRY.values() if q.id.split("_", 1)[0] == prefix), key=lambda q: question_order(q.id))
+
+
+def _pending(qids) -> list[str]:
+    """Of the questions `qids`, those whose truth this student has not been shown yet, each as
+    "Q4 (not committed yet)" or "Q4 (committed, its verify cell not run yet)"."""
+    events = predictions.load_record(predictions.record_path())
+    pending = []
+    for qid in qids:
+        get(qid)
+        kinds = {e.get("kind") for e in predictions.question_events(events, qid)}
+        if "reveal" not in kinds:
+            label = qid.split("_", 1)[1].upper()
+            state = "not committed yet" if not kinds & {"commit", "revise"} else "committed, its verify cell not run yet"
+            pending.append(f"{label} ({state})")
+    return pending
+
+
+#: what a cell that holds content back prints (see `after`)
+WAITING = "shown here once"
+
+
+def revealed(*qids: str) -> bool:
+    """Whether every question of `qids` has had its truth shown to this student."""
+    return not _pending(qids)
+
+
+def after(*qids: str, what: str = "What this cell shows") -> bool:
+    """Whether content that gives away the answers of `qids` may be shown now: True once each
+    question's truth was shown (its verify cell ran on a committed answer); otherwise prints
+    which questions unlock it and returns False. A cell shows a figure, a table or an explorer
+    that states an answer only ``if after("hello_q4", what="The roofline picture"):``."""
+    pending = _pending(qids)
+    if pending:
+        names = [q.split(" ")[0] for q in pending]
+        truth = f"{names[0]}'s truth has" if len(names) == 1 else f"the truths of {_and(names)} have"
+        print(f"{what}: {WAITING} {truth} been shown. Still to do: {', '.join(pending)}. "
+              "Then run this cell again.")
+    return not pending
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def takeaways(prefix: str) -> None:
