@@ -46,7 +46,7 @@ def test_revision_restart_and_errors_tell_the_truth_in_one_line(browser, student
         assert "Q1: graded on q1_speedup = 3.171, committed at" in revised and "Your revision" in revised, revised
         assert "earns no correctness points" in revised and "unchanged" not in revised, revised
         again = run_cell(page, at["wall_q1_verify"])
-        assert "(differs from the truth); your revision" in again and "holds but earns no correctness points" in again
+        assert "(differs from the truth); your revision, " in again and "matches it, but earns no correctness points" in again
         assert "Your prediction holds" not in again, again
 
         # Kernel > Restart Kernel: the names are gone, the record is not

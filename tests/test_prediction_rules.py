@@ -284,7 +284,7 @@ def test_the_receipt_and_the_verify_cell_say_which_answer_is_graded_after_a_revi
     assert "Your prediction holds" not in verify
     assert "q2_ms (committed " in verify and ", graded):" in verify
     assert "Your committed answer differs." in verify
-    assert "(differs from the truth); your revision" in verify and "holds but earns no correctness points" in verify
+    assert "(differs from the truth); your revision, " in verify and "matches it, but earns no correctness points" in verify
 
 
 def test_after_a_restart_the_form_check_says_to_rerun_the_answer_cells(graded):
@@ -303,7 +303,7 @@ def test_restart_and_run_all_does_not_hide_the_graded_commit(graded):
     seen = graded["seen"]
     assert "unchanged since" not in seen["run all form"]
     assert "Q2: graded on q2_ms = " in seen["run all form"] and "earns no correctness points" in seen["run all form"]
-    assert "holds but earns no correctness points" in seen["run all verify"]
+    assert "matches it, but earns no correctness points" in seen["run all verify"]
 
 
 def test_run_all_on_a_fresh_notebook_stops_with_one_line_at_the_first_question(graded):

@@ -212,7 +212,7 @@ def test_verify_after_a_revision_judges_the_committed_answer_and_says_so(record,
     t = events(record)[0]["t"][11:16]
     assert f"q1_speedup (committed {t} UTC, graded): 3" in out
     assert "Your committed answer differs. The bandwidth ratio." in out
-    assert (f"You committed 3 at {t} UTC (differs from the truth); your revision 1.643 holds but earns no "
+    assert (f"You committed 3 at {t} UTC (differs from the truth); your revision, 1.643, matches it, but earns no "
             "correctness points: Q1 is graded on the answer committed before the truth was shown.") in out
     assert "Your prediction holds" not in out
 
@@ -385,7 +385,7 @@ def test_a_declared_questions_verify_cell_judges_the_committed_answer(record, ca
     finally:
         del core.REGISTRY["demo_q1"]
     assert "q1_x (committed " in out and "Your committed answer differs. It matches a classic mistake" in out
-    assert "(differs from the truth); your revision " in out and "holds but earns no correctness points" in out
+    assert "(differs from the truth); your revision, " in out and "matches it, but earns no correctness points" in out
 
 
 def test_a_questions_reasoning_is_no_change_of_its_answer(record):

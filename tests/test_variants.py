@@ -440,3 +440,21 @@ def test_a_students_lesson_shows_no_answer_before_its_commit(path, student, no_i
     assert own, f"{student} has the lesson's own numbers everywhere: pick another id"
     problems = leaks(path, lambda q: q.solution(**V.current(q.id)))
     assert not problems, "\n".join(problems)
+
+
+def test_a_variant_student_who_submits_the_lessons_own_answer_is_told_so(capsys):
+    """Not "a physics mistake": the answer is right for the lesson's own numbers, not for theirs
+    (the hidden test's label, the message, and the verify cell's verdict)."""
+    from course_lib.exercises.misconceptions import CheckFailed
+    from course_lib.questions import get, grade
+
+    q = get("wall_q2")
+    mine = next(g for g in (V.draw(student_key(SECRET, s), "wall_q2") for s in STUDENTS) if g["chip"] != "A100")
+    lessons = q.solution().truths["q2_ms"].value.m_as("ms")
+    ns = {"q2_bytes_gb": q.solution(**mine).truths["q2_bytes_gb"].value.m_as("GB"), "q2_ms": lessons}
+    with pytest.raises(CheckFailed) as e:
+        grade("wall_q2", namespace=ns, givens=mine)
+    assert e.value.label == "lesson-numbers"
+    assert "q2_ms is the answer to the lesson's own numbers, not to the ones drawn for you" in str(e.value)
+    ns["q2_ms"] = q.solution(**mine).truths["q2_ms"].value.m_as("ms")
+    grade("wall_q2", namespace=ns, givens=mine)          # their own answer passes

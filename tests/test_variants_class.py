@@ -142,10 +142,21 @@ def test_a_friends_answers_lose_the_points_and_are_flagged(graded):
     mis = [r for r in csv.DictReader((graded["root"] / "reports" / A / "misconceptions.csv").open())
            if r["variable"] == "q3_prediction"]
     assert sum(int(r["count"]) for r in mis if r["is_truth"] == "True") == len(graded["honest"]), mis
+    # ... named as each student's own truth, never the lesson's number nobody was asked
+    (truth_row,) = [r for r in mis if r["is_truth"] == "True"]
+    assert truth_row["answer"].startswith("the truth, each student's own ("), truth_row
+    from autograder.outputs.values import show
+    theirs = {show(get("phases_q3").solution(**graded["mine"][s]["phases_q3"]).truths["q3_prediction"].value)
+              for s in graded["honest"]}
+    listed = truth_row["answer"].split("(", 1)[1].rstrip(")").split(" and ")[0].split(", ")
+    assert len(listed) >= 2 and set(listed) <= theirs, (listed, theirs)
     own = get("phases_q3").solution(**graded["copier_numbers"]["phases_q3"]).truths["q3_prediction"].value
     copied = get("phases_q3").solution(**graded["mine"][graded["friend"]]["phases_q3"]).truths["q3_prediction"].value
-    assert [r["answer"] for r in mis if r["is_truth"] == "False"] == \
-        [f"{round(copied, 4):.3g} (truth x{round(copied, 4) / own:.3g})"], mis
+    spec, lessons = get("phases_q3").specs["q3_prediction"], get("phases_q3").solution().truths["q3_prediction"].value
+    # a copy that is also the lesson's own answer (within the tolerance) is named so
+    expected = "lesson-numbers" if spec.agrees(spec.read(round(copied, 4)), spec.read_truth(lessons)) else \
+        f"{round(copied, 4):.3g} (truth x{round(copied, 4) / own:.3g})"
+    assert [r["answer"] for r in mis if r["is_truth"] == "False"] == [expected], mis
     listed = list(csv.DictReader((graded["root"] / "reports" / A / "variants.csv").open()))
     assert {(r["student"], r["question"], r["variant"]) for r in listed} == \
         {(s, q, V.describe(q, (graded["mine"].get(s) or graded["copier_numbers"])[q]))

@@ -191,6 +191,19 @@ def answer_variables(cell, tests: dict) -> list[str]:
     return out
 
 
+def _own_truths_label(owns: dict, lesson_entry: dict) -> str:
+    """How the report names the truth of a variable whose students had their own numbers: the
+    truths they were graded on (a few, then the count), not the lesson's own."""
+    shown = []
+    for entry in [e or lesson_entry for e in owns.values()]:
+        ok, v = decode_entry(entry)
+        text = show(v) if ok else "?"
+        if text not in shown:
+            shown.append(text)
+    listed = ", ".join(shown[:4]) + (f" and {len(shown) - 4} more" if len(shown) > 4 else "")
+    return f"the truth, each student's own ({listed})"
+
+
 def misconceptions(course: Course, assignment: str, truth_record: dict | None = None) -> list[dict]:
     """One dict per (question variable, answer class)."""
     from autograder.integrity.copies import own_truth_entry
@@ -215,6 +228,11 @@ def misconceptions(course: Course, assignment: str, truth_record: dict | None = 
             for var in answer_variables(cell, by_id):
                 t_entry = tv.get(cell.grade_id, {}).get(var)
                 truth_label = category(t_entry, t_entry, right=True) if t_entry else None
+                # with per-student variants each student has their own truth (autograder.authoring.variants):
+                # a right answer is "the truth" whatever its number, a wrong one's ratio is to its own
+                owns = {s: own_truth_entry(course, assignment, s, cell.grade_id, var) for s in books}
+                if any(owns.values()) and truth_label:
+                    truth_label = _own_truths_label(owns, t_entry)
                 tests = [g for g in hidden if var in reads.get(g, set())]
                 counts, labels, examples, n_wrong = Counter(), {}, {}, 0
                 for s, meta in books.items():
@@ -223,9 +241,9 @@ def misconceptions(course: Course, assignment: str, truth_record: dict | None = 
                         right, label = _variable_verdict(var, tests, meta.get("verdicts", {}))
                     else:
                         right, label = None, None
-                    # a wrong answer's ratio is to the student's own numbers' truth (autograder.authoring.variants)
-                    own = None if right else own_truth_entry(course, assignment, s, cell.grade_id, var)
-                    cat = category(entry, own or t_entry, right=right, label=label)
+                    own = owns[s]
+                    cat = (truth_label if right and own and truth_label
+                           else category(entry, own or t_entry, right=right, label=label))
                     if right is None and truth_label is not None and cat == truth_label:
                         right = True
                     n_wrong += not right       # this variable's own verdict, not its question's

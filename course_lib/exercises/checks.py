@@ -237,7 +237,10 @@ def _matching_mistakes(spec, answer, truth, mistakes) -> list[str]:
 
 
 def _mistake_message(name: str, labels: list[str]) -> str:
-    text = f"{name} matches a classic mistake: {describe(labels[0])}"
+    if labels[0] == "lesson-numbers":       # no physics mistake: other numbers
+        text = f"{name} is {describe(labels[0])}"
+    else:
+        text = f"{name} matches a classic mistake: {describe(labels[0])}"
     for other in labels[1:]:
         text += f" (It also matches {MISCONCEPTIONS[other].mistake}.)"
     return text
@@ -337,7 +340,8 @@ def verify(question: str, name: str, spec: Spec, truth, explanation: str = "", *
     if value is not _MISSING:
         holds = _judge(spec, value, t, None)[1]
         print(f"You committed {g_shown} at {when[:5]} UTC ({'matches' if right else 'differs from'} the truth); "
-              f"your revision {_judge(spec, value, t, None)[0]} {'holds' if holds else 'differs too'} but earns no "
+              f"your revision, {_judge(spec, value, t, None)[0]}, "
+              f"{'matches it, but earns' if holds else 'does not match it either, and earns'} no "
               f"correctness points: {_label(question)} is graded on the answer committed before the truth was shown.")
     return right
 
@@ -358,7 +362,8 @@ def _verdict(who: str, right: bool, labels: list, explanation: str) -> None:
     if right:
         print(f"{who} holds.")
     else:
-        named = f" It matches a classic mistake: {describe(labels[0])}" if labels else ""
+        named = (f" It is {describe(labels[0])}" if labels and labels[0] == "lesson-numbers"
+                 else f" It matches a classic mistake: {describe(labels[0])}" if labels else "")
         print(f"{who} differs." + named + (f" {explanation}" if explanation else ""))
 
 

@@ -32,6 +32,9 @@ MISCONCEPTIONS: dict[str, Misconception] = {
     "not-an-answer": Misconception(
         "an answer that is not well-formed (wrong type or units, a hedge or a negation)",
         "Answer in the form the question asks for."),
+    "lesson-numbers": Misconception(
+        "the answer to the lesson's own numbers, not to the ones drawn for you",
+        "Redo it with your numbers: the given cell above the answer prints them."),
     # counting FLOPs and bytes
     "mac-as-1-flop": Misconception(
         "counting a multiply-accumulate as 1 FLOP (peaks count 2)",

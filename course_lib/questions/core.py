@@ -185,12 +185,13 @@ def grade(qid: str, *, namespace: dict | None = None, givens: dict | None = None
     __tracebackhide__ = True
     q = get(qid)
     ns = namespace if namespace is not None else _caller_namespace(sys._getframe(1))
-    sol = q.solution(**(givens if givens is not None else variants.current(qid)))   # the student's variant
+    mine = givens if givens is not None else variants.current(qid)      # the student's variant
+    sol = q.solution(**mine)
     failures = []
     for name in q.answer_names:
         t = sol.truths[name]
         try:
-            checks.check_answer(qid, name, q.specs[name], t.value, mistakes=t.mistakes,
+            checks.check_answer(qid, name, q.specs[name], t.value, mistakes=_mistakes(q, mine, name, t),
                                 hint=sol.hint, namespace=ns)
         except CheckFailed as e:
             failures.append(e)
@@ -208,13 +209,23 @@ def show(qid: str, *, namespace: dict | None = None) -> None:
     q = get(qid)
     ns = namespace if namespace is not None else _caller_namespace(sys._getframe(1))
     checks.reveal(qid)
-    sol = q.solution(**variants.current(qid))      # this student's own numbers
+    mine = variants.current(qid)                   # this student's own numbers
+    sol = q.solution(**mine)
     if sol.work is not None:
         sol.work()
         print()
     for name in q.answer_names:
         t = sol.truths[name]
-        checks.verify(qid, name, q.specs[name], t.value, t.explanation, mistakes=t.mistakes, namespace=ns)
+        checks.verify(qid, name, q.specs[name], t.value, t.explanation, mistakes=_mistakes(q, mine, name, t),
+                      namespace=ns)
+
+
+def _mistakes(q: Question, mine: dict, name: str, truth: Truth) -> dict:
+    """The truth's named mistakes; for a student whose numbers are not the lesson's own, first of
+    all the lesson's own answer (a student who copies it is told so, not sent after physics)."""
+    if all(mine.get(k) == v for k, v in q.givens.items()):
+        return truth.mistakes
+    return {"lesson-numbers": q.solution().truths[name].value, **truth.mistakes}
 
 
 def lesson_questions(prefix: str) -> list[Question]:
