@@ -39,7 +39,9 @@ SOLUTION = ("# q8_ridge: the ridge point of your chip, FLOP/byte\n### BEGIN SOLU
             "from course_lib import Hardware\n"
             "q8_ridge = (Hardware.H100.peak_flops('fp16') / Hardware.H100.memory_bandwidth).m_as('FLOP/byte')\n"
             "### END SOLUTION")
-WRONG = "q8_ridge = 1 / 295.0"
+#: the inverted ratio, bandwidth / peak, from course_lib's own H100 figures
+WRONG = ("from course_lib import Hardware\n"
+         "q8_ridge = (Hardware.H100.memory_bandwidth / Hardware.H100.peak_flops('fp16')).m_as('byte/FLOP')")
 
 
 def _copy_course(dest: Path) -> Path:

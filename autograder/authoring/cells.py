@@ -35,7 +35,7 @@ from pathlib import Path
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from course_lib.exercises.question_ids import ANSWER_ROLES, label
+from course_lib.exercises.question_ids import ANSWER_ROLES, ROLES, label
 
 __all__ = ["ExpandQuestions", "expand", "read_source", "generated_text", "question_cells", "cell_id_of",
            "AuthoringError", "metadata_for", "configure",
@@ -45,9 +45,8 @@ __all__ = ["ExpandQuestions", "expand", "read_source", "generated_text", "questi
 CELL_ID = re.compile(r"^(?P<prefix>[a-z][a-z0-9]*)-(?P<question>q\d+[a-z]?)-(?P<role>[a-z]+)$")
 #: the cells generated for a question, in notebook order (the given one before the answer)
 GENERATED_ROLES = ("given", "form", "correct", "verify")
-#: the roles of a question's cells in a source notebook; a cell id with another role
-#: (wall-q8-heading) is the author's prose, left alone
-ROLES = (*ANSWER_ROLES, "reflection", "data", *GENERATED_ROLES)
+# a question's cells have the grade-id grammar's ROLES; a cell id with another role
+# (wall-q8-heading) is the author's prose, left alone
 
 
 class AuthoringError(ValueError):

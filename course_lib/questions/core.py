@@ -186,12 +186,12 @@ def grade(qid: str, *, namespace: dict | None = None, givens: dict | None = None
     q = get(qid)
     ns = namespace if namespace is not None else _caller_namespace(sys._getframe(1))
     mine = givens if givens is not None else variants.current(qid)      # the student's variant
-    sol = q.solution(**mine)
+    sol, lessons = q.solution(**mine), _lessons_own(q, mine)
     failures = []
     for name in q.answer_names:
         t = sol.truths[name]
         try:
-            checks.check_answer(qid, name, q.specs[name], t.value, mistakes=_mistakes(q, mine, name, t),
+            checks.check_answer(qid, name, q.specs[name], t.value, mistakes=_mistakes(lessons, name, t),
                                 hint=sol.hint, namespace=ns)
         except CheckFailed as e:
             failures.append(e)
@@ -210,22 +210,25 @@ def show(qid: str, *, namespace: dict | None = None) -> None:
     ns = namespace if namespace is not None else _caller_namespace(sys._getframe(1))
     checks.reveal(qid)
     mine = variants.current(qid)                   # this student's own numbers
-    sol = q.solution(**mine)
+    sol, lessons = q.solution(**mine), _lessons_own(q, mine)
     if sol.work is not None:
         sol.work()
         print()
     for name in q.answer_names:
         t = sol.truths[name]
-        checks.verify(qid, name, q.specs[name], t.value, t.explanation, mistakes=_mistakes(q, mine, name, t),
+        checks.verify(qid, name, q.specs[name], t.value, t.explanation, mistakes=_mistakes(lessons, name, t),
                       namespace=ns)
 
 
-def _mistakes(q: Question, mine: dict, name: str, truth: Truth) -> dict:
-    """The truth's named mistakes; for a student whose numbers are not the lesson's own, first of
-    all the lesson's own answer (a student who copies it is told so, not sent after physics)."""
-    if all(mine.get(k) == v for k, v in q.givens.items()):
-        return truth.mistakes
-    return {"lesson-numbers": q.solution().truths[name].value, **truth.mistakes}
+def _lessons_own(q: Question, mine: dict) -> Solution | None:
+    """The lesson's own solution where the student's numbers are not the lesson's (else None)."""
+    return None if all(mine.get(k) == v for k, v in q.givens.items()) else q.solution()
+
+
+def _mistakes(lessons: Solution | None, name: str, truth: Truth) -> dict:
+    """The truth's named mistakes; for a student on other numbers, first of all the lesson's own
+    answer (a student who copies it is told so, not sent after physics)."""
+    return truth.mistakes if lessons is None else {"lesson-numbers": lessons.truths[name].value, **truth.mistakes}
 
 
 def lesson_questions(prefix: str) -> list[Question]:
