@@ -1,8 +1,8 @@
 """The course's pieces of its JupyterHub deployment (deploy/jupyterhub/), installed with the
 package into the hub's shared environment:
 
-* course_hub.ledger_service -- the prediction ledger, a service the hub runs
-  (`python -m course_hub.ledger_service`, as its own Unix user: jupyterhub_config.py);
+* course_hub.service -- the course service the hub runs (`python -m course_hub.service`, as its
+  own Unix user: jupyterhub_config.py): the prediction ledger, the nbgrader exchange, the answer key;
 * course_hub.feedback_link -- the students' servers' nbgrader Assignment List, whose "(view
   feedback)" opens the feedback page (nbgrader_config.student.py configures it).
 

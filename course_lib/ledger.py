@@ -1,5 +1,5 @@
 """The hub's copy of the prediction record: each commit and reveal is also posted to the
-course's ledger service (course_hub.ledger_service), which the student cannot write.
+course's ledger service (course_hub.service), which the student cannot write.
 
 Only on a hub that advertises one: its spawner sets ``COURSE_LEDGER_URL`` and JupyterHub gives
 every server (and so every kernel) ``JUPYTERHUB_API_TOKEN``, the user's own token, which the

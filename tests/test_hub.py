@@ -1100,7 +1100,7 @@ def ledger_term(hub, capsys):
     hub["timings"]["two students (one rewrites their record)"] = time.monotonic() - t0
 
     # the ledger: the service's user writes it, the instructors' group reads it, students neither
-    store = Path(ledger["dir"])
+    store = Path(ledger["dir"]) / "ledger"
     files = {who: store / f"{users[who]}.jsonl" for who in ("honest", "rewriter")}
     for who, f in files.items():
         st = f.stat()

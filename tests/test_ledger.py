@@ -1,4 +1,4 @@
-"""The hub's prediction ledger without a hub: the service (course_hub.ledger_service) behind a
+"""The hub's prediction ledger without a hub: the service (course_hub.service) behind a
 stand-in for the hub's token check, course_lib posting to it, and the grader's comparison
 (autograder.integrity.ledger). The kit's hub runs it for real in tests/test_hub.py."""
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 import requests
 
 from autograder.integrity import ledger as G
-from course_hub import ledger_service as S
+from course_hub.service import app as A, ledger as S
 from autograder.integrity.predictions import read_record
 from course_lib import ledger as L
 from course_lib.exercises import predictions as P
@@ -50,12 +50,12 @@ def _free_port() -> int:
 
 @pytest.fixture
 def service(tmp_path):
-    """The ledger service on 127.0.0.1 in a thread: (its URL, its store folder)."""
+    """The course service on 127.0.0.1 in a thread: (its URL, its ledger's folder)."""
     store = tmp_path / "store"
     store.mkdir()
     port = _free_port()
     loop = asyncio.new_event_loop()
-    app = S.make_app(S.Store(store), FakeHubAuth(), SERVICE, is_instructor=lambda user: user == "teacher")
+    app = A.make_app(store, FakeHubAuth(), SERVICE, is_instructor=lambda user: user == "teacher")
     started = threading.Event()
 
     def run():
@@ -71,7 +71,7 @@ def service(tmp_path):
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     assert started.wait(10)
-    yield f"http://127.0.0.1:{port}", store
+    yield f"http://127.0.0.1:{port}", store / "ledger"
     loop.call_soon_threadsafe(loop.stop)
     thread.join(10)
 
@@ -198,7 +198,7 @@ def test_the_service_stops_at_once_on_the_hub_s_signals_even_with_sigint_ignored
     port = _free_port()
     env = {**os.environ, "JUPYTERHUB_SERVICE_URL": f"http://127.0.0.1:{port}", "JUPYTERHUB_API_TOKEN": "unused",
            "JUPYTERHUB_API_URL": "http://127.0.0.1:9/hub/api"}
-    proc = subprocess.Popen([sys.executable, "-m", "course_hub.ledger_service", "--store", str(store)], env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "course_hub.service", "--store", str(store)], env=env,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -227,14 +227,13 @@ def test_a_signal_that_comes_as_the_service_starts_listening_stops_it_cleanly(tm
            "JUPYTERHUB_API_URL": "http://127.0.0.1:9/hub/api"}
     program = (
         "import os, signal, sys\n"
-        "from tornado import web\n"
-        "from course_hub import ledger_service\n"
-        "listen = web.Application.listen\n"
+        "from course_hub.service import app, limits\n"
+        "listen = limits.LimitedServer.listen\n"
         "def signalled_listen(self, *a, **k):\n"
         f"    os.kill(os.getpid(), {int(sig)})\n"
         "    return listen(self, *a, **k)\n"
-        "web.Application.listen = signalled_listen\n"
-        "ledger_service.main(sys.argv[1:])\n")
+        "limits.LimitedServer.listen = signalled_listen\n"
+        "app.main(sys.argv[1:])\n")
     proc = subprocess.run([sys.executable, "-c", program, "--store", str(store)], env=env,
                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
                           capture_output=True, text=True, timeout=60)

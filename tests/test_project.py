@@ -77,7 +77,7 @@ def test_the_installed_package_does_not_reach_into_tests():
     files = _shipped_files()
     shipped = {f.relative_to(ROOT).as_posix() for f in files}
     assert {"course_lib/__init__.py", "course_lib/exercises/checks.py", "autograder/outputs/report.py",
-            "course_hub/ledger_service.py"} <= shipped
+            "course_hub/service/app.py"} <= shipped
     # test helpers and benchmarks live in tests/ and benchmarks/, never in a package
     assert not {"autograder/synthetic.py", "course_lib/bench.py"} & shipped
     reference = re.compile(r"""\btests/|/\s*["']tests["']""")

@@ -207,7 +207,7 @@ def _to_grade(course: Course, assignment: str, students: list[str] | None, sandb
     todo, skipped, fps = [], [], {}
     if no_record not in predictions.NO_RECORD_POLICIES:
         raise ValueError(f"no_record is one of {predictions.NO_RECORD_POLICIES}, not {no_record!r}")
-    entries = hub_ledger.load(ledger) if ledger else None
+    entries = hub_ledger.load(ledger, wanted) if ledger else None
     ledger_entries = {s: None if entries is None else entries.get(s, []) for s in wanted}
     for s in wanted:
         fps[s] = (_fingerprint(course, assignment, s, sandbox, pkg_dirs, no_record) + variants.fingerprint(keys[s])

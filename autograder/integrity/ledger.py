@@ -1,5 +1,5 @@
 """The hub's prediction ledger, on the grading side: `grade --ledger PATH_OR_URL` checks each
-notebook's prediction record against what the hub's ledger service (course_hub.ledger_service)
+notebook's prediction record against what the hub's ledger service (course_hub.service)
 received while the student worked.
 
 The record a student hands in is the student's to write: a script the notebook can run can
@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -62,19 +63,26 @@ class Vouch(enum.Enum):
 
 
 KINDS = ("commit", "revise", "reveal")
-MAX_LEDGER_BYTES = 64 << 20          # the whole ledger read by the grader (the service bounds each user's)
+MAX_USER_BYTES = 16 << 20            # one user's ledger (the service's own bound, course_hub.service.ledger)
 
 
 class LedgerUnavailable(Exception):
     """The ledger named with --ledger cannot be read (says where and why)."""
 
 
-def load(source: str) -> dict[str, list]:
+def load(source: str, users: list[str] | None = None) -> dict[str, list]:
     """{user: [ledger entries]} from a folder (the service's store), one .jsonl file, or the
-    service's URL (read with $JUPYTERHUB_API_TOKEN, an instructor's)."""
+    service's URL (read with $JUPYTERHUB_API_TOKEN, an instructor's, one user of `users` at a
+    time). Each user's ledger is read bounded by what the service stores for one user, so no
+    student's flood refuses the class."""
     if source.startswith(("http://", "https://")):
-        return _load_url(source)
+        out: dict[str, list] = {}
+        for user in (users if users is not None else [None]):
+            out.update(_load_url(source, user))
+        return out
     path = Path(source)
+    if (path / "ledger").is_dir():          # the course service's store: its ledger is a folder in it
+        path = path / "ledger"
     if path.is_dir():
         files = sorted(p for p in path.glob("*.jsonl") if p.is_file())
     elif path.is_file():
@@ -83,13 +91,14 @@ def load(source: str) -> dict[str, list]:
         raise LedgerUnavailable(f"--ledger {source}: expected the ledger's folder (e.g. /var/lib/roofline-ledger), "
                                 "a .jsonl file of it, or the service's URL")
     out: dict[str, list] = {}
-    total = 0
     for f in files:
         try:
-            total += f.stat().st_size
-            if total > MAX_LEDGER_BYTES:
-                raise LedgerUnavailable(f"--ledger {source}: more than {MAX_LEDGER_BYTES >> 20} MiB: not a ledger")
-            text = f.read_text(encoding="utf-8", errors="replace")
+            with f.open("rb") as handle:          # bounded per user: one student's flood refuses no one else
+                raw = handle.read(MAX_USER_BYTES + 1)
+            if len(raw) > MAX_USER_BYTES:
+                raise LedgerUnavailable(f"--ledger {source}: {f.name} holds more than {MAX_USER_BYTES >> 20} MiB, "
+                                        "more than the service stores for one user: not a ledger")
+            text = raw.decode("utf-8", errors="replace")
         except PermissionError:
             raise LedgerUnavailable(f"--ledger {source}: {f} is not readable by you (on the hub the ledger is "
                                     "readable by the instructors' group)") from None
@@ -103,15 +112,20 @@ def load(source: str) -> dict[str, list]:
     return out
 
 
-def _load_url(url: str) -> dict[str, list]:
+def _load_url(url: str, user: str | None = None) -> dict[str, list]:
     token = os.environ.get(L.TOKEN_ENV, "").strip()
     if not token:
         raise LedgerUnavailable(f"--ledger {url}: reading the service needs your hub token in ${L.TOKEN_ENV} "
                                 "(a terminal on the hub has it), or pass the ledger's folder instead")
-    request = urllib.request.Request(url.rstrip("/") + "/events", headers={"Authorization": f"token {token}"})
+    query = "" if user is None else "?" + urllib.parse.urlencode({"user": user})
+    request = urllib.request.Request(url.rstrip("/") + "/events" + query, headers={"Authorization": f"token {token}"})
     try:
         with urllib.request.urlopen(request, timeout=60) as r:
-            data = json.loads(r.read(MAX_LEDGER_BYTES + 1))
+            # one user's, or (asked for everyone's) a class of them: JSON costs up to ~2x the stored bytes
+            raw = r.read(4 * MAX_USER_BYTES + 1 if user is not None else None)
+            if user is not None and len(raw) > 4 * MAX_USER_BYTES:
+                raise LedgerUnavailable(f"--ledger {url}: {user}'s ledger is larger than the service stores for one user")
+            data = json.loads(raw)
     except urllib.error.HTTPError as e:
         raise LedgerUnavailable(f"--ledger {url}: the service answered {e.code}: "
                                 f"{e.read(500).decode(errors='replace')}") from None

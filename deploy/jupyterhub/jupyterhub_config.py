@@ -169,7 +169,8 @@ def open_the_course(spawner):
 c.Spawner.pre_spawn_hook = open_the_course
 
 # ---- the prediction ledger ----------------------------------------------------------------------------
-# A copy of every student's prediction record the student cannot write (course_hub.ledger_service):
+# A copy of every student's prediction record the student cannot write (the course service,
+# course_hub.service, which keeps it in <ledger dir>/ledger/):
 # a service the hub starts as its own Unix user (setup.sh --ledger-user), on 127.0.0.1, appending to
 # files only that user writes (the instructors' group reads them). Each student's kernel posts its
 # commits and reveals there with the student's own hub token (course_lib.ledger: it finds the URL in
@@ -180,7 +181,7 @@ if LEDGER:
     c.JupyterHub.services.append({
         "name": LEDGER_SERVICE, "url": LEDGER["url"], "user": LEDGER["user"], "cwd": LEDGER["dir"],
         "display": False,
-        "command": [os.path.join(ENV, "bin", "python"), "-m", "course_hub.ledger_service", "--store", LEDGER["dir"],
+        "command": [os.path.join(ENV, "bin", "python"), "-m", "course_hub.service", "--store", LEDGER["dir"],
                     "--instructors-group", site["instructors_group"]],
     })
     # users (and the token their server and kernels hold) may call the ledger; by default a user's

@@ -1,6 +1,6 @@
 """The prediction ledger: a JupyterHub-managed service that keeps every student's commits and
-reveals where the student cannot write (deploy/jupyterhub/jupyterhub_config.py starts it as its
-own Unix user, listening on 127.0.0.1).
+reveals where the student cannot write (a part of the course service,
+course_hub.service, which the hub starts as its own Unix user).
 
 A student's kernel posts each event of its prediction record (course_lib.ledger) with the
 student's own hub token; the service asks the hub whose token it is and appends
@@ -16,22 +16,18 @@ received}`` to ``STORE/<user>.jsonl``, opened append-only (no request updates or
 Every request needs ``Authorization: token <the user's JupyterHub token>`` (401 without one, 403
 for a token the hub does not know or one without access to this service). Bad input gets a 4xx
 with a JSON ``{"error": ...}`` saying what was expected.
-
-    python -m course_hub.ledger_service --store DIR [--instructors-group NAME]
 """
 from __future__ import annotations
 
-import argparse
 import datetime as dt
-import grp
 import json
 import os
-import pwd
 import re
-import signal
 from pathlib import Path
 
 from tornado import web
+
+from .base import USER as _USER, TokenHandler
 
 MAX_BODY = 8192                  # one event; course_lib.ledger posts far less
 MAX_VALUES_BYTES = 2048          # an answer's values (course_lib.ledger.MAX_VALUES_BYTES)
@@ -40,7 +36,6 @@ MAX_USER_BYTES = 16 << 20
 KINDS = ("commit", "revise", "reveal")
 _QUESTION = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-_USER = re.compile(r"[a-z_][a-z0-9_.-]{0,31}")          # a Unix user name: also the store's file name
 _NAME = re.compile(r"[^\x00-\x1f/\\]{0,200}")            # an assignment or notebook name
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
 
@@ -161,44 +156,8 @@ class LedgerFull(Exception):
     pass
 
 
-def unix_group_members(group: str) -> set[str]:
-    """The members of a Unix group (its member list and the users whose primary group it is)."""
-    try:
-        g = grp.getgrnam(group)
-    except KeyError:
-        return set()
-    return set(g.gr_mem) | {p.pw_name for p in pwd.getpwall() if p.pw_gid == g.gr_gid}
-
-
-class EventsHandler(web.RequestHandler):
+class EventsHandler(TokenHandler):
     """/events: POST one event, GET the events (see the module's docstring)."""
-
-    def initialize(self, store: Store, auth, service: str, is_instructor):
-        self.store, self.auth, self.service, self.is_instructor = store, auth, service, is_instructor
-        self.user = None
-
-    def write_error(self, status_code, **kw):
-        exc = kw.get("exc_info", (None, None))[1]
-        message = exc.log_message if isinstance(exc, web.HTTPError) and exc.log_message else self._reason
-        self.finish({"error": message})
-
-    def check_xsrf_cookie(self):        # token-authenticated API: no cookies, no XSRF
-        pass
-
-    async def prepare(self):
-        header = self.request.headers.get("Authorization", "")
-        m = re.fullmatch(r"(?:token|bearer)\s+(\S{1,512})", header.strip(), re.IGNORECASE)
-        if not m:
-            raise web.HTTPError(401, "expected the header Authorization: token <your JupyterHub API token>")
-        model = await self.auth.user_for_token(m.group(1), sync=False)
-        if not model or model.get("kind", "user") != "user" or not isinstance(model.get("name"), str):
-            raise web.HTTPError(403, "the hub does not know this token as a user's")
-        scopes = set(model.get("scopes") or ())
-        if not scopes & {"access:services", f"access:services!service={self.service}"}:
-            raise web.HTTPError(403, f"this token has no access to the {self.service} service")
-        if not _USER.fullmatch(model["name"]):
-            raise web.HTTPError(403, f"user {model['name']!r}: not a Unix user name")
-        self.user = model["name"]
 
     def post(self, _prefix=None):
         if len(self.request.body) > MAX_BODY:
@@ -224,64 +183,3 @@ class EventsHandler(web.RequestHandler):
             self.finish({"events": {u: self.store.read(u) for u in users}})
         except BadEvent as e:
             raise web.HTTPError(400, str(e)) from None
-
-
-class HomeHandler(web.RequestHandler):
-    def get(self, _prefix=None):
-        self.finish({"service": "prediction ledger", "api": "/events"})
-
-
-def make_app(store: Store, auth, service: str = "prediction-ledger", is_instructor=lambda user: False):
-    """The tornado application; `auth` identifies a token (jupyterhub.services.auth.HubAuth or a
-    stand-in with an async user_for_token(token, sync=False))."""
-    args = {"store": store, "auth": auth, "service": service, "is_instructor": is_instructor}
-    prefix = r"(/services/[\w.-]+)?"
-    return web.Application([(prefix + r"/events/?", EventsHandler, args), (prefix + r"/?", HomeHandler)])
-
-
-def _exit_cleanly(signum, _frame) -> None:
-    raise SystemExit(0)
-
-
-def main(argv=None) -> None:
-    import asyncio
-    from urllib.parse import urlsplit
-
-    # A stop asked for while the service is still starting ends it cleanly (exit 0) too;
-    # serve() replaces these with the event loop's own handlers before it listens.
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, _exit_cleanly)
-
-    from jupyterhub.services.auth import HubAuth
-
-    p = argparse.ArgumentParser(prog="python -m course_hub.ledger_service", description=__doc__.split("\n\n")[0])
-    p.add_argument("--store", required=True, help="the folder the ledger's files go to (only this service writes it)")
-    p.add_argument("--instructors-group", default="", help="the Unix group whose members may read every ledger")
-    args = p.parse_args(argv)
-    store = Store(Path(args.store))
-    if not store.root.is_dir() or not os.access(store.root, os.W_OK):
-        raise SystemExit(f"{store.root}: expected a folder this service's user ({os.geteuid()}) can write")
-    url = urlsplit(os.environ.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:8790"))
-    service = os.environ.get("JUPYTERHUB_SERVICE_NAME", "prediction-ledger")
-    group = args.instructors_group
-    app = make_app(store, HubAuth(cache_max_age=60), service,
-                   (lambda user: user in unix_group_members(group)) if group else (lambda user: False))
-
-    async def serve():
-        # The hub stops its services with SIGINT and waits 30 s before SIGTERM. A hub started where
-        # SIGINT is ignored (a shell's background job) passes that on to the services it starts
-        # before its own handlers are set, so Python's KeyboardInterrupt never comes: handle both,
-        # and before listening, so that a signal sent as soon as the port answers stops it cleanly.
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        server = app.listen(url.port or 80, address=url.hostname or "127.0.0.1", max_body_size=4 * MAX_BODY)
-        await stop.wait()
-        server.stop()
-
-    asyncio.run(serve())
-
-
-if __name__ == "__main__":
-    main()

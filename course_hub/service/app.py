@@ -1,0 +1,119 @@
+"""The course service's application and its command: one tornado app on 127.0.0.1 (on
+Kubernetes, its own pod), started by JupyterHub as a managed service running as its own user.
+
+    python -m course_hub.service --store DIR [--instructors-group NAME] [--key-dir DIR]
+
+Routes (each under /services/<name>/ too, as the hub's proxy forwards them):
+
+    /events     the prediction ledger (course_hub.service.ledger)
+    /exchange/  the nbgrader exchange (course_hub.service.exchange)
+    /key/       the answer key: reveals and truths (course_hub.service.key)
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import signal
+from pathlib import Path
+
+from tornado import web
+
+from . import ledger, limits
+
+PREFIX = r"(/services/[\w.-]+)?"
+
+
+class HomeHandler(web.RequestHandler):
+    def get(self, _prefix=None):
+        self.finish({"service": "course service", "api": ["/events", "/exchange/", "/key/"]})
+
+
+def make_app(store: Path, auth, service: str = "course", is_instructor=lambda user: False, *,
+             rate: limits.Rate | None = None, key=None) -> web.Application:
+    """The tornado application over the folder `store` (the ledger in store/ledger, the exchange
+    in store/exchange); `auth` identifies a token (jupyterhub.services.auth.HubAuth or a stand-in
+    with an async user_for_token(token, sync=False)); `is_instructor(user)` says who may read and
+    collect every student's; `key` answers reveals (course_hub.service.key.AnswerKey), None: no
+    answer key here."""
+    store = Path(store)
+    for sub in ("ledger", "exchange"):
+        (store / sub).mkdir(mode=0o750, exist_ok=True)
+    common = {"auth": auth, "service": service, "is_instructor": is_instructor, "rate": rate or limits.Rate()}
+    routes = [(PREFIX + r"/events/?", ledger.EventsHandler, {**common, "store": ledger.Store(store / "ledger")})]
+    try:
+        from . import exchange
+    except ImportError:          # pragma: no cover - while the exchange is being written
+        exchange = None
+    if exchange is not None:
+        routes += exchange.routes(PREFIX, common, store / "exchange")
+    if key is not None:
+        from . import key as key_routes
+
+        routes += key_routes.routes(PREFIX, common, key)
+    routes.append((PREFIX + r"/?", HomeHandler))
+    return web.Application(routes)
+
+
+def _exit_cleanly(signum, _frame) -> None:
+    raise SystemExit(0)
+
+
+def _more_files() -> None:
+    """Let the service hold as many connections as the system allows it (the soft limit of open
+    files up to the hard one): a flood of idle connections is closed by the time-outs before it
+    can use them all."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def main(argv=None) -> None:
+    import asyncio
+    from urllib.parse import urlsplit
+
+    # A stop asked for while the service is still starting ends it cleanly (exit 0) too;
+    # serve() replaces these with the event loop's own handlers before it listens.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _exit_cleanly)
+
+    from jupyterhub.services.auth import HubAuth
+
+    from .base import unix_group_members
+
+    p = argparse.ArgumentParser(prog="python -m course_hub.service", description=__doc__.split("\n\n")[0])
+    p.add_argument("--store", required=True, help="the folder the service keeps everything in (only it writes there)")
+    p.add_argument("--instructors-group", default="", help="the Unix group whose members are the course's instructors")
+    p.add_argument("--course-dir", default="", help="the instructor's course folder (its answer key, its variant secret): "
+                   "without it the service answers no reveal")
+    args = p.parse_args(argv)
+    store = Path(args.store)
+    if not store.is_dir() or not os.access(store, os.W_OK):
+        raise SystemExit(f"{store}: expected a folder this service's user ({os.geteuid()}) can write")
+    key = None
+    if args.course_dir:
+        from .key import AnswerKey
+
+        key = AnswerKey.from_course(Path(args.course_dir), store / "ledger")
+    _more_files()
+    url = urlsplit(os.environ.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:8790"))
+    service = os.environ.get("JUPYTERHUB_SERVICE_NAME", "course")
+    group = args.instructors_group
+    app = make_app(store, HubAuth(cache_max_age=60), service,
+                   (lambda user: user in unix_group_members(group)) if group else (lambda user: False), key=key)
+
+    async def serve():
+        # The hub stops its services with SIGINT and waits 30 s before SIGTERM. A hub started where
+        # SIGINT is ignored (a shell's background job) passes that on to the services it starts
+        # before its own handlers are set, so Python's KeyboardInterrupt never comes: handle both,
+        # and before listening, so that a signal sent as soon as the port answers stops it cleanly.
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        server = limits.LimitedServer(app)
+        server.listen(url.port or 80, address=url.hostname or "127.0.0.1")
+        await stop.wait()
+        server.stop()
+
+    asyncio.run(serve())
