@@ -330,7 +330,7 @@ def _add_grade(sub, common) -> None:
                         "for its questions (zero-predictions); flagged either way")
     g.add_argument("--ledger", metavar="PATH_OR_URL",
                    help="check each prediction record against the hub's ledger (its folder, e.g. "
-                        "/var/lib/roofline-ledger, or the service's URL, $COURSE_LEDGER_URL in a hub terminal); "
+                        "/var/lib/roofline-ledger, or the service's URL, $COURSE_SERVICE_URL in a hub terminal); "
                         "a record that disagrees is flagged; without it submissions are 'not vouched'")
     g.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     g.set_defaults(func=cmd_grade)

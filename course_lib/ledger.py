@@ -1,7 +1,7 @@
 """The hub's copy of the prediction record: each commit and reveal is also posted to the
 course's ledger service (course_hub.service), which the student cannot write.
 
-Only on a hub that advertises one: its spawner sets ``COURSE_LEDGER_URL`` and JupyterHub gives
+Only on a hub that advertises one: its spawner sets ``COURSE_SERVICE_URL`` and JupyterHub gives
 every server (and so every kernel) ``JUPYTERHUB_API_TOKEN``, the user's own token, which the
 service checks with the hub. On a laptop or Binder neither is set and nothing is posted.
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 __all__ = ["URL_ENV", "TOKEN_ENV", "UNREACHABLE", "TIMEOUT", "advertised", "digest", "payload", "post"]
 
-URL_ENV = "COURSE_LEDGER_URL"
+URL_ENV = "COURSE_SERVICE_URL"
 TOKEN_ENV = "JUPYTERHUB_API_TOKEN"
 UNREACHABLE = "unreachable"
 TIMEOUT = 3.0              # seconds per post: a commit must not hang on a slow service
@@ -51,7 +51,7 @@ def advertised() -> tuple[str, str] | None:
 def payload(event: dict, folder: Path) -> dict:
     """The body posted for `event`, made in `folder` (the assignment's folder)."""
     values = event.get("values") or {}
-    body = {"assignment": Path(folder).name[:100], "notebook": _notebook()[:200], "question": event.get("q"),
+    body = {"assignment": Path(folder).name[:100], "notebook": notebook_name()[:200], "question": event.get("q"),
             "kind": event.get("kind"), "digest": digest(event),
             "values_hash": hashlib.sha256(_canonical(values)).hexdigest(),
             "t": event.get("t"), "seq": event.get("seq"), "n": event.get("n")}
@@ -62,7 +62,7 @@ def payload(event: dict, folder: Path) -> dict:
     return body
 
 
-def _notebook() -> str:
+def notebook_name() -> str:
     """The notebook's name where the server tells the kernel (jupyter_server sets JPY_SESSION_NAME)."""
     return Path(os.environ.get("JPY_SESSION_NAME", "")).stem
 

@@ -330,6 +330,7 @@ def running_hub(students: list[str], hub_args: tuple = ()):
     info = {"users": users, "base": base, "url": f"http://127.0.0.1:{port}", "timings": {}, "log": base / "hub.log"}
     # the prediction ledger: its own system user (removed at the end), a free port, a folder in base
     info["ledger"] = {"user": f"rft{tag}l", "dir": base / "ledger", "url": f"http://127.0.0.1:{ledger_port}"}
+    info["key_group"] = f"rft{tag}-key"     # who reads the answer key: the instructor and the service
     hub_proc = None
     # setup.sh puts the shared environment on every login shell's PATH: on this machine, only for
     # the test's duration (what was there before is put back)
@@ -342,7 +343,7 @@ def running_hub(students: list[str], hub_args: tuple = ()):
                "--instructor", users["instructor"], *[x for who in students for x in ("--student", users[who])],
                "--memory-limit", MEMORY_LIMIT, "--tasks-limit", str(TASKS_LIMIT), "--no-service",
                "--ledger-user", info["ledger"]["user"], "--ledger-dir", str(info["ledger"]["dir"]),
-               "--ledger-url", info["ledger"]["url"]]
+               "--ledger-url", info["ledger"]["url"], "--key-group", info["key_group"]]
         t0 = time.monotonic()
         with locked(Path(str(PREFIX) + ".lock")):
             setup = run(cmd)
@@ -397,7 +398,7 @@ def running_hub(students: list[str], hub_args: tuple = ()):
                 os.kill(pid, signal.SIGKILL)
         for u in [*users.values(), info["ledger"]["user"]]:
             subprocess.run(["userdel", "--remove", u], capture_output=True)
-        for g in groups:
+        for g in [*groups, info["key_group"]]:
             subprocess.run(["groupdel", g], capture_output=True)
         shutil.rmtree(base, ignore_errors=True)
         if profile_before is None:
@@ -1063,8 +1064,11 @@ def test_the_ledger_catches_a_rewritten_record(capsys):
     the verify cells), fixes the answers, then rewrites the prediction record with a script run
     in their terminal, and submits. Graded without the ledger the rewrite goes unnoticed (full
     points, no flag, "not vouched"); graded with `--ledger` the rewriter is flagged "record
-    differs from the hub's ledger" (nbgrader's flag, export, report) and the honest student is
-    "vouched". The ledger's files: written by the service's user only, unreadable to students."""
+    differs from the hub's ledger" (nbgrader's flag, export, report) and graded on what the
+    service received (no correctness points for the answers changed after their reveal), the
+    honest student "vouched" with full points. The ledger's files: written by the service's user
+    only, unreadable to students. The answer key: not importable by a student; every truth shown
+    came from the course service, which recorded the reveal."""
     with running_hub(["honest", "rewriter"]) as hub, hub_log_on_failure(hub):
         ledger_term(hub, capsys)
 
@@ -1123,6 +1127,23 @@ def ledger_term(hub, capsys):
         return {w: r for r in csv.DictReader((course / "grades.csv").open())
                 for w in ("honest", "rewriter") if r["student_id"] == users[w]}
 
+    # the answer key is not the student's to import: the environment's course_lib is closed to them,
+    # their copy (the server's PYTHONPATH) has stubs for solvers, and the hidden check refuses
+    site = str(PREFIX / "student-site")
+    probe = ("import sys\ntry:\n    from course_lib.questions import get, grade\n    get('hello_q1').solution()\n"
+             "    print('SOLVED')\nexcept Exception as e:\n    print(type(e).__name__)\n")
+    for pythonpath, expected in (("", "PermissionError"), (site, "KeyHeld")):
+        got = subprocess.run(["runuser", "-u", users["rewriter"], "--", "env", "-i", f"PYTHONPATH={pythonpath}",
+                              str(hub["env"] / "bin" / "python"), "-c", probe], capture_output=True, text=True, cwd="/")
+        assert got.stdout.strip() == expected, (pythonpath, got)
+    got = subprocess.run(["runuser", "-u", users["instructor"], "--", "env", "-i", str(hub["env"] / "bin" / "python"),
+                          "-c", probe], capture_output=True, text=True, cwd="/")
+    assert got.stdout.strip() == "SOLVED", got          # the instructors' group holds the key
+    # every truth the students saw came from the service, which recorded the reveal first
+    for who, f in files.items():
+        by_service = {e["question"] for e in map(json.loads, f.read_text().splitlines()) if e.get("by") == "service"}
+        assert len(by_service) >= 5, (who, by_service)
+
     # graded without the ledger: the rewrite earns full points, unflagged
     collect_from_exchange(hub)
     graded = instructor(hub, "grade", ASSIGNMENT, "-q")
@@ -1144,6 +1165,9 @@ def ledger_term(hub, capsys):
     assert (rows["honest"][f"{ASSIGNMENT}/flag"], rows["honest"][f"{ASSIGNMENT}/ledger"]) == ("", VOUCHED), \
         rows["honest"]
     assert sorted(flagged_in_gradebook(hub).items()) == sorted([(users["honest"], False), (users["rewriter"], True)])
+    # and graded on what the service received before each reveal, not on the rewritten record
+    assert gradebook_scores(hub, users["rewriter"]) == expected_scores("wrong")
+    assert gradebook_scores(hub, users["honest"]) == expected_scores("right")
     report = instructor(hub, "report", ASSIGNMENT)
     assert f"FLAGGED: {users['rewriter']} (" in report and DIFFERS in report, report
     assert f"FLAGGED: {users['honest']} (" not in report, report

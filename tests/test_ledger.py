@@ -3,7 +3,6 @@ stand-in for the hub's token check, course_lib posting to it, and the grader's c
 (autograder.integrity.ledger). The kit's hub runs it for real in tests/test_hub.py."""
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
@@ -11,7 +10,6 @@ import socket
 import stat
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -19,10 +17,11 @@ import pytest
 import requests
 
 from autograder.integrity import ledger as G
-from course_hub.service import app as A, ledger as S
 from autograder.integrity.predictions import read_record
+from course_hub.service import ledger as S
 from course_lib import ledger as L
 from course_lib.exercises import predictions as P
+from service_thread import free_port as _free_port, running
 
 SERVICE = "prediction-ledger"
 ACCESS = [f"access:services!service={SERVICE}"]
@@ -35,45 +34,13 @@ TOKENS = {
 }
 
 
-class FakeHubAuth:
-    """Answers as the hub's /hub/api/user does for a token (None: unknown)."""
-
-    async def user_for_token(self, token, sync=True):
-        return TOKENS.get(token)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def service(tmp_path):
     """The course service on 127.0.0.1 in a thread: (its URL, its ledger's folder)."""
     store = tmp_path / "store"
     store.mkdir()
-    port = _free_port()
-    loop = asyncio.new_event_loop()
-    app = A.make_app(store, FakeHubAuth(), SERVICE, is_instructor=lambda user: user == "teacher")
-    started = threading.Event()
-
-    def run():
-        asyncio.set_event_loop(loop)
-
-        async def start():
-            app.listen(port, address="127.0.0.1", max_body_size=4 * S.MAX_BODY)
-            started.set()
-
-        loop.run_until_complete(start())
-        loop.run_forever()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    assert started.wait(10)
-    yield f"http://127.0.0.1:{port}", store / "ledger"
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(10)
+    with running(store, TOKENS, SERVICE, instructors={"teacher"}) as url:
+        yield url, store / "ledger"
 
 
 def event_body(**over) -> dict:
@@ -357,3 +324,33 @@ def test_the_ledger_is_read_from_its_folder_or_says_why_not(tmp_path):
         G.load("http://127.0.0.1:9/")
     (tmp_path / "ann.jsonl").write_text('{"user": "ann", "question": "hello_q1"}\nnot json\n')
     assert G.load(str(tmp_path)) == {"ann": [{"user": "ann", "question": "hello_q1"}]}
+
+
+def _graded(record, entries, final: float):
+    """The decision for hello_q1 given the notebook's final answer `final`."""
+    from autograder.integrity.predictions import decide
+    from course_lib.exercises.answers import encode
+
+    return decide(record, "hello_q1", ["q1_x"], {"q1_x": {"value": encode(final)}})
+
+
+def test_with_a_ledger_the_ledger_is_graded_not_the_record(service, notebook_folder, monkeypatch):
+    """A rewritten record, a fresh copy answered after the truth was seen, a replayed friend's
+    record: each graded on what the service received before its first reveal."""
+    from autograder.integrity.predictions import Rule
+
+    url, store = service
+    on_hub(monkeypatch, url)
+    work(notebook_folder, first=1.0)                 # wrong, then the truth shown
+    rewrite(notebook_folder / P.RECORD_FILE, "hello_q1", {"q1_x": 4.0})
+    forged = read_record(notebook_folder, "lesson", QUESTIONS)
+    assert _graded(forged, None, 4.0).rule is Rule.COMMITTED          # the record alone would pay for it
+    entries = G.load(str(store))["ann"]
+    graded = G.graded_record(entries, QUESTIONS, forged)
+    assert graded.source == "hub ledger" and graded.shown == forged.shown
+    d = _graded(graded, entries, 4.0)
+    assert d.rule is Rule.CHANGED and d.withheld and d.committed["q1_x"]["value"] == 1.0, d
+    # the honest answer, unchanged after the reveal, is graded as committed
+    assert _graded(graded, entries, 1.0).rule is Rule.COMMITTED
+    # a ledger that holds nothing of this student: no record, whatever the notebook carries
+    assert G.graded_record([], QUESTIONS, forged).present is False

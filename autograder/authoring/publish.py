@@ -8,7 +8,8 @@ stays private; students and Binder use a public one holding only what a student 
 
 README.md, Makefile and .gitignore come from deploy/student-repo/; the README's Binder link is
 built from the repository named in pyproject.toml ([tool.course] student-repository), the same
-setting the instructor's README link is checked against. The tree is built in a temporary folder
+setting the instructor's README link is checked against. Its course_lib holds no answer key
+(autograder.authoring.student_build: the lesson's own truths as practice data). The tree is built in a temporary folder
 and scanned for every hidden-test and solution line of solutions/ before it replaces DEST (a
 folder written by an earlier publish, whose .git is kept, or an empty or new one).
 """
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from autograder.cell_code import HIDDEN_BEGIN, HIDDEN_END
 from autograder.authoring.cells import read_source
+from autograder.authoring.student_build import strip_package
 
 #: what the student repository holds from the instructor's checkout (folders and files)
 COPIED = ("course_lib", "environment.yml", "postBuild", "deploy/student-jupyter")
@@ -189,6 +191,8 @@ def build(checkout: Path, release: Path, source: Path, out: Path, repository: st
         else:
             (out / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, out / rel)
+    # no answer key: solvers and take-aways out, the lesson's own truths kept as practice data
+    strip_package(out / "course_lib", practice=True)
     shutil.copytree(release, out / "notebooks", ignore=SKIP)
     (out / "pyproject.toml").write_text(_student_pyproject((checkout / "pyproject.toml").read_text()))
     url = binder_url(repository, first_notebook(release))

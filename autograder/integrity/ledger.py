@@ -15,7 +15,11 @@ Otherwise it is flagged "record differs from the hub's ledger", like the other t
 (nbgrader's flag, the export's flag column, the report). A submission graded without a ledger is
 "not vouched": information (laptops, Binder), not a penalty.
 
-The ledger is read from its folder (the service's store, STORE/<user>.jsonl: on the hub the
+With a ledger, the ledger is also what is **graded** (graded_record): each question on what the
+service received before its first reveal, whatever the handed-in record says; the record is then
+the student's copy, compared only to flag it.
+
+The ledger is read from its folder (the service's store, STORE/ledger/<user>.jsonl: on the hub the
 instructors' group may read it) or from the service's URL with the instructor's hub token
 (JUPYTERHUB_API_TOKEN, which a hub terminal has).
 """
@@ -217,14 +221,40 @@ def check(records: dict, questions: dict, entries: list | None) -> dict:
     return {"status": Vouch.DIFFERS if problems else Vouch.VOUCHED, "problems": problems}
 
 
+def graded_record(entries: list, questions, handed_in):
+    """The record grading reads on a hub (an autograder.integrity.predictions.Record): the
+    service's events for `questions`, in the order and at the times it received them, not what
+    the notebook says. Replayed or rewritten records change nothing; a reveal the service made
+    (the truth it answered) counts though the kernel recorded none. Values too long for the
+    ledger are taken from the handed-in event with the same digest; the truths the notebook
+    shows (`handed_in.shown`) still count."""
+    from autograder.integrity.predictions import Record
+
+    questions = set(questions)
+    by_digest = {L.digest(e): e for e in [*handed_in.events, *handed_in.copies] if isinstance(e, dict)}
+    mine = sorted((e for e in entries if e.get("question") in questions and e.get("kind") in KINDS),
+                  key=lambda e: str(e.get("received", "")))
+    events = []
+    for i, e in enumerate(mine):
+        values = e.get("values")
+        if e["kind"] != "reveal" and not isinstance(values, dict):
+            values = (by_digest.get(e.get("digest")) or {}).get("values")
+        events.append({"q": e["question"], "kind": e["kind"], "values": values, "t": e.get("received"), "seq": i})
+    return Record(events, [], "hub ledger" if events else "none", [], list(handed_in.shown))
+
+
 def apply(out, records: dict, tests: dict, entries: list | None) -> None:
     """grade_one's hook: the ledger's verdict into the grading result `out` (an
     autograde.Graded: its ledger, and each difference as a flag reason and a prediction-record
-    line)."""
+    line); with a ledger, each of `records` is replaced by the ledger's (graded_record)."""
     from autograder.integrity.predictions import questions_of
 
-    result = check(records, {nb: questions_of(cells) for nb, cells in tests.items()}, entries)
+    questions = {nb: questions_of(cells) for nb, cells in tests.items()}
+    result = check(records, questions, entries)
     out.ledger = result["status"]
+    if entries is not None:         # on a hub, the service's record is the one graded
+        for nb in records:
+            records[nb] = graded_record(entries, questions.get(nb, ()), records[nb])
     for nb, lines in result["problems"].items():
         out.flag_reasons.setdefault(nb, []).extend(Reason(Flag.LEDGER_DIFFERS, line) for line in lines)
         out.predictions += [f"{nb}: {line}" for line in lines]

@@ -1,7 +1,7 @@
 """The course service's application and its command: one tornado app on 127.0.0.1 (on
 Kubernetes, its own pod), started by JupyterHub as a managed service running as its own user.
 
-    python -m course_hub.service --store DIR [--instructors-group NAME] [--key-dir DIR]
+    python -m course_hub.service --store DIR [--instructors-group NAME] [--answer-key [--secret-file F]]
 
 Routes (each under /services/<name>/ too, as the hub's proxy forwards them):
 
@@ -30,33 +30,49 @@ class HomeHandler(web.RequestHandler):
 
 
 def make_app(store: Path, auth, service: str = "course", is_instructor=lambda user: False, *,
-             rate: limits.Rate | None = None, key=None) -> web.Application:
+             rate: limits.Rate | None = None, answer_key: bool = False, secret: bytes | None = None) -> web.Application:
     """The tornado application over the folder `store` (the ledger in store/ledger, the exchange
     in store/exchange); `auth` identifies a token (jupyterhub.services.auth.HubAuth or a stand-in
     with an async user_for_token(token, sync=False)); `is_instructor(user)` says who may read and
-    collect every student's; `key` answers reveals (course_hub.service.key.AnswerKey), None: no
-    answer key here."""
+    collect every student's; `answer_key`: answer reveals (this process's course_lib must hold
+    the solvers) with the variant `secret` (None: everyone the lesson's own numbers)."""
     store = Path(store)
     for sub in ("ledger", "exchange"):
         (store / sub).mkdir(mode=0o750, exist_ok=True)
     common = {"auth": auth, "service": service, "is_instructor": is_instructor, "rate": rate or limits.Rate()}
-    routes = [(PREFIX + r"/events/?", ledger.EventsHandler, {**common, "store": ledger.Store(store / "ledger")})]
+    events = ledger.Store(store / "ledger")
+    routes = [(PREFIX + r"/events/?", ledger.EventsHandler, {**common, "store": events})]
     try:
         from . import exchange
     except ImportError:          # pragma: no cover - while the exchange is being written
         exchange = None
     if exchange is not None:
         routes += exchange.routes(PREFIX, common, store / "exchange")
-    if key is not None:
-        from . import key as key_routes
+    if answer_key:
+        from . import key
 
-        routes += key_routes.routes(PREFIX, common, key)
+        routes += key.routes(PREFIX, common, key.AnswerKey(events, secret))
     routes.append((PREFIX + r"/?", HomeHandler))
     return web.Application(routes)
 
 
 def _exit_cleanly(signum, _frame) -> None:
     raise SystemExit(0)
+
+
+def _holds_the_key() -> None:
+    """Refuse to start as the answer key with a student's copy of course_lib (its solvers are stubs)."""
+    from course_lib.questions import all_questions
+    from course_lib.questions.key import KeyHeld
+
+    q = next(q for q in all_questions().values() if not q.measured)
+    try:
+        q.solution()
+    except KeyHeld:
+        import course_lib
+
+        raise SystemExit(f"--answer-key: {course_lib.__file__} is a student's copy of course_lib (no solvers); "
+                         "run the service with the instructors' environment") from None
 
 
 def _more_files() -> None:
@@ -84,23 +100,28 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(prog="python -m course_hub.service", description=__doc__.split("\n\n")[0])
     p.add_argument("--store", required=True, help="the folder the service keeps everything in (only it writes there)")
     p.add_argument("--instructors-group", default="", help="the Unix group whose members are the course's instructors")
-    p.add_argument("--course-dir", default="", help="the instructor's course folder (its answer key, its variant secret): "
-                   "without it the service answers no reveal")
+    p.add_argument("--answer-key", action="store_true",
+                   help="answer reveals: this interpreter's course_lib must hold the solvers (the instructors' copy)")
+    p.add_argument("--secret-file", default="", help="the course's variant secret (each student their own numbers), "
+                   "else $COURSE_VARIANT_SECRET; without either everyone gets the lesson's own")
     args = p.parse_args(argv)
     store = Path(args.store)
     if not store.is_dir() or not os.access(store, os.W_OK):
         raise SystemExit(f"{store}: expected a folder this service's user ({os.geteuid()}) can write")
-    key = None
-    if args.course_dir:
-        from .key import AnswerKey
-
-        key = AnswerKey.from_course(Path(args.course_dir), store / "ledger")
+    secret = os.environ.pop("COURSE_VARIANT_SECRET", "").strip().encode() or None   # the hub passes it so
+    if args.secret_file:
+        secret = Path(args.secret_file).read_bytes().strip()
+    if secret is not None and len(secret) < 16:
+        raise SystemExit("the variant secret holds at least 16 bytes (python -m autograder variants --init-secret)")
+    if args.answer_key:
+        _holds_the_key()
     _more_files()
     url = urlsplit(os.environ.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:8790"))
     service = os.environ.get("JUPYTERHUB_SERVICE_NAME", "course")
     group = args.instructors_group
     app = make_app(store, HubAuth(cache_max_age=60), service,
-                   (lambda user: user in unix_group_members(group)) if group else (lambda user: False), key=key)
+                   (lambda user: user in unix_group_members(group)) if group else (lambda user: False),
+                   answer_key=args.answer_key, secret=secret)
 
     async def serve():
         # The hub stops its services with SIGINT and waits 30 s before SIGTERM. A hub started where

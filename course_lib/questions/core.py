@@ -30,13 +30,14 @@ from __future__ import annotations
 import importlib
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 from ..exercises import checks, predictions
 from ..exercises.answer_forms import Reason, Spec
-from ..exercises.misconceptions import MISCONCEPTIONS, CheckFailed
-from . import variants
+from ..exercises.misconceptions import CheckFailed
+from . import key, variants
 from .registry import REGISTRY, get, lesson_module, question_order
+from .solution import Solution, Truth
 
 __all__ = ["Question", "Solution", "Truth", "question", "get", "REGISTRY", "RULES", "takeaways", "lesson_questions",
            "check_form", "grade", "show", "lesson_module", "revealed", "after"]
@@ -49,33 +50,6 @@ RULES = {
 
 #: the points of a question's form check (visible) and hidden test, unless its declaration says otherwise
 POINTS = {"form": 1, "correct": 2}
-
-
-@dataclass
-class Truth:
-    """One answer variable's truth, the answers its classic mistakes lead to, and what the
-    verify cell says after the reveal when the answer differs."""
-
-    value: Any
-    mistakes: dict = field(default_factory=dict)     # misconception label -> value (or values, or None)
-    explanation: str = ""
-
-    def __post_init__(self):
-        unknown = [k for k in self.mistakes if k not in MISCONCEPTIONS]
-        if unknown:
-            raise ValueError(f"unknown misconception label(s) {unknown}; add them to "
-                             "course_lib.exercises.misconceptions.MISCONCEPTIONS")
-
-
-@dataclass
-class Solution:
-    """What a question's solver returns: a Truth per answer variable, the hint for a wrong
-    answer that matches no listed mistake (it never states the answer), and `work`, a function
-    that prints the arithmetic (run by the verify cell after the reveal)."""
-
-    truths: dict
-    hint: str = ""
-    work: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -186,7 +160,11 @@ def grade(qid: str, *, namespace: dict | None = None, givens: dict | None = None
     q = get(qid)
     ns = namespace if namespace is not None else _caller_namespace(sys._getframe(1))
     mine = givens if givens is not None else variants.current(qid)      # the student's variant
-    sol, lessons = q.solution(**mine), _lessons_own(q, mine)
+    try:
+        sol, lessons = q.solution(**mine), _lessons_own(q, mine)
+    except key.KeyHeld:
+        raise key.KeyUnavailable(f"{qid}: the hidden check runs when your work is graded, with the instructor's "
+                                 "answer key; it is not in this kernel. Run the verify cell to see the truth.") from None
     failures = []
     for name in q.answer_names:
         t = sol.truths[name]
@@ -210,7 +188,7 @@ def show(qid: str, *, namespace: dict | None = None) -> None:
     ns = namespace if namespace is not None else _caller_namespace(sys._getframe(1))
     checks.reveal(qid)
     mine = variants.current(qid)                   # this student's own numbers
-    sol, lessons = q.solution(**mine), _lessons_own(q, mine)
+    sol, lessons = _truth(q, mine)
     if sol.work is not None:
         sol.work()
         print()
@@ -218,6 +196,23 @@ def show(qid: str, *, namespace: dict | None = None) -> None:
         t = sol.truths[name]
         checks.verify(qid, name, q.specs[name], t.value, t.explanation, mistakes=_mistakes(lessons, name, t),
                       namespace=ns)
+
+
+def _truth(q: Question, mine: dict) -> tuple[Solution, Solution | None]:
+    """The truth of `q` for the numbers `mine`, and the lesson's own where they differ: solved
+    here with the answer key, else from the course service (which records the reveal), else the
+    lesson's own numbers' practice data (course_lib.questions.key)."""
+    try:
+        return q.solution(**mine), _lessons_own(q, mine)
+    except key.KeyHeld:
+        pass
+    data = key.from_service(q.id, predictions.record_path().parent)
+    if data is None and all(mine.get(k) == v for k, v in q.givens.items()):
+        data = key.practice(q.id)
+    if data is None:
+        raise key.KeyUnavailable(f"{q.id}: the truth of your numbers is kept by the course service on your course's "
+                                 "hub, and this kernel reaches none. Open the lesson on the hub to see it.")
+    return key.solution_from(data)
 
 
 def _lessons_own(q: Question, mine: dict) -> Solution | None:
@@ -296,7 +291,12 @@ def takeaways(prefix: str) -> None:
         print("The take-aways appear here once every question's truth has been shown. Still to do: "
               + ", ".join(pending) + ".")
         return
-    text = getattr(module, "TAKEAWAYS", "").strip()
+    text = getattr(module, "TAKEAWAYS", None)
+    if text is None:                # a student's copy: the take-aways are the course service's (or practice data)
+        data = key.from_service(f"{prefix}_q0", predictions.record_path().parent, what="takeaways") \
+            or key.practice(f"takeaways:{prefix}") or {}
+        text = str(data.get("text") or "")
+    text = text.strip()
     try:
         from IPython import get_ipython
         from IPython.display import Markdown, display

@@ -15,6 +15,11 @@ from ..exercises.answer_forms import Choice, Number, Reason, Regime
 from ..measure import LEVELS
 from .core import Solution, Truth, question
 
+#: why this lesson's solvers stay in a student's copy of course_lib (autograder.authoring.student_build):
+#: its truths and its verify cells' arithmetic measure the machine the kernel runs on, which the
+#: course service cannot (Q1's and Q2's counts are derivable in the kernel: the one known limit)
+ANSWER_KEY_IN_KERNEL = "its truths and arithmetic measure the machine the student's kernel runs on"
+
 #: Q2's dot product size (Q3 grades the kernels as timed), and Q2's matmul size without a variant
 DOT_N, MM_N = 2**23, 1024
 

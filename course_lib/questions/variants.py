@@ -136,11 +136,26 @@ def _members(q) -> list:
     return members
 
 
+#: a student's copy of course_lib (no answer key to check variants with) keeps them as data
+ADMISSIBLE_FILE = Path(__file__).with_name("admissible.json")
+
+
+@lru_cache(maxsize=None)
+def _admissible_data() -> dict:
+    try:
+        data = json.loads(ADMISSIBLE_FILE.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 @lru_cache(maxsize=None)
 def _admissible(qid: str) -> tuple:
     q = get(qid)
     if not q.space:
         return (json.dumps(q.givens, sort_keys=True),)
+    if qid in _admissible_data():
+        return tuple(json.dumps(g, sort_keys=True) for g in _admissible_data()[qid])
     members = _members(q)
     return tuple(json.dumps(g, sort_keys=True) for g in _space_points(q)
                  if not any(problems(m.id, {**m.givens, **{n: g[n] for n in q.space}}) for m in members))

@@ -164,32 +164,51 @@ def open_the_course(spawner):
         os.chown(folder, user.pw_uid, user.pw_gid, follow_symlinks=False)
     spawner.default_url = "/lab/tree/" + site["course_id"]
     spawner.environment = {**spawner.environment, **variant_env(name)}
+    if site.get("student_site"):
+        # the students' copy of course_lib, without the answer key (the environment's own is
+        # readable only by the instructors and the course service): verify cells ask the service
+        spawner.environment["PYTHONPATH"] = site["student_site"]
 
 
 c.Spawner.pre_spawn_hook = open_the_course
 
-# ---- the prediction ledger ----------------------------------------------------------------------------
+# ---- the course service: the prediction ledger and the answer key ------------------------------------
 # A copy of every student's prediction record the student cannot write (the course service,
-# course_hub.service, which keeps it in <ledger dir>/ledger/):
+# course_hub.service, which keeps it in <ledger dir>/ledger/), and the answer key: a verify cell
+# asks the service for the truth of the student's own numbers, which it records as revealed first.
 # a service the hub starts as its own Unix user (setup.sh --ledger-user), on 127.0.0.1, appending to
 # files only that user writes (the instructors' group reads them). Each student's kernel posts its
 # commits and reveals there with the student's own hub token (course_lib.ledger: it finds the URL in
-# COURSE_LEDGER_URL); `python -m autograder grade --ledger DIR` checks the records against it.
+# COURSE_SERVICE_URL); `python -m autograder grade --ledger DIR` checks the records against it.
 LEDGER = site.get("ledger") or {}
+
+
+def _service_secret() -> dict:
+    try:
+        with open(VARIANT_SECRET, "rb") as f:
+            return {"COURSE_VARIANT_SECRET": f.read().strip().decode()}
+    except (OSError, UnicodeDecodeError):
+        return {}
+
+
 if LEDGER:
     LEDGER_SERVICE = "prediction-ledger"
     c.JupyterHub.services.append({
         "name": LEDGER_SERVICE, "url": LEDGER["url"], "user": LEDGER["user"], "cwd": LEDGER["dir"],
         "display": False,
         "command": [os.path.join(ENV, "bin", "python"), "-m", "course_hub.service", "--store", LEDGER["dir"],
-                    "--instructors-group", site["instructors_group"]],
+                    "--instructors-group", site["instructors_group"]]
+                   + (["--answer-key"] if site.get("student_site") else []),
+        # the course secret (each student's own numbers) for the service only: its environment is
+        # readable by its own user and root alone
+        "environment": _service_secret(),
     })
     # users (and the token their server and kernels hold) may call the ledger; by default a user's
     # token reaches no service
     ACCESS = f"access:services!service={LEDGER_SERVICE}"
     c.JupyterHub.load_roles.append({"name": "user", "scopes": ["self", ACCESS]})
     c.Spawner.server_token_scopes = ["users:activity!user", "access:servers!server", ACCESS]
-    c.Spawner.environment = {**c.Spawner.environment, "COURSE_LEDGER_URL": LEDGER["url"]}
+    c.Spawner.environment = {**c.Spawner.environment, "COURSE_SERVICE_URL": LEDGER["url"]}
 
 # ---- local changes --------------------------------------------------------------------------------
 _local = os.path.join(HERE, "jupyterhub_config.local.py")

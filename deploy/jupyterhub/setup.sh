@@ -19,8 +19,11 @@
 #      per-student limits (memory, processes, CPU) for the single-user servers
 #   8. the shared environment on every user's PATH in login shells (JupyterLab's terminals):
 #      /etc/profile.d/roofline-course.sh
-#   9. the prediction ledger: a system user that alone writes LEDGER_DIR (the instructors' group
-#      reads it); the hub runs the ledger service as that user (jupyterhub_config.py)
+#   9. the course service (course_hub.service: the prediction ledger and the answer key): a system
+#      user that alone writes LEDGER_DIR (the instructors' group reads it); the hub runs the service
+#      as that user (jupyterhub_config.py). The answer key stays out of students' reach: the
+#      environment's course_lib is readable only by KEY_GROUP (instructors and the service), and
+#      students' servers import a copy without solvers (PREFIX/student-site, PYTHONPATH)
 # See deploy/jupyterhub/README.md.
 set -euo pipefail
 umask 022
@@ -47,6 +50,7 @@ PROFILE_D=/etc/profile.d/roofline-course.sh
 LEDGER_DIR=/var/lib/roofline-ledger      # the prediction ledger's files (course_hub.service)
 LEDGER_URL=http://127.0.0.1:8790        # where the ledger service listens (loopback only)
 LEDGER_USER=roofline-ledger             # the system user the service runs as: the only writer
+KEY_GROUP=roofline-key                  # who may read the answer key (course_lib's solvers): instructors, the service
 LEDGER=yes
 INSTRUCTORS=()
 STUDENTS=()
@@ -80,7 +84,10 @@ usage: sudo $0 [options]
   --ledger-url URL         where the ledger service listens, http://127.0.0.1:PORT
                                                                      (default $LEDGER_URL)
   --ledger-user NAME       the system user the ledger service runs as (default $LEDGER_USER)
-  --no-ledger              no prediction ledger (grading then says "not vouched")
+  --key-group NAME         who may read the answer key: the instructors and the service
+                                                                     (default $KEY_GROUP)
+  --no-ledger              no course service: no prediction ledger (grading then says "not
+                           vouched") and the answer key in students' kernels
   --no-service             do not install the systemd unit
 EOF
 }
@@ -142,6 +149,7 @@ while [[ $# -gt 0 ]]; do
         --ledger-dir) LEDGER_DIR="$2"; shift 2 ;;
         --ledger-url) LEDGER_URL="$2"; shift 2 ;;
         --ledger-user) LEDGER_USER="$2"; shift 2 ;;
+        --key-group) KEY_GROUP="$2"; shift 2 ;;
         --no-ledger) LEDGER=no; shift ;;
         --no-service) SERVICE=no; shift ;;
         -h|--help) usage; exit 0 ;;
@@ -155,7 +163,7 @@ for p in "$PREFIX" "$EXCHANGE" "$CONFIG_DIR" "$STATE_DIR" "$PYTHON" "$LEDGER_DIR
     [[ "$p" =~ ^/[A-Za-z0-9._/+-]*$ ]] || die "$p: expected an absolute path of letters, digits and . _ / + -"
 done
 [[ "$COURSE_FOLDER" =~ ^[A-Za-z0-9._+-]+$ ]] || die "--course-folder $COURSE_FOLDER: expected a plain folder name"
-for u in "${INSTRUCTORS[@]}" "${STUDENTS[@]}" "$STUDENTS_GROUP" "$INSTRUCTORS_GROUP" "$LEDGER_USER"; do
+for u in "${INSTRUCTORS[@]}" "${STUDENTS[@]}" "$STUDENTS_GROUP" "$INSTRUCTORS_GROUP" "$LEDGER_USER" "$KEY_GROUP"; do
     [[ "$u" =~ ^[a-z_][a-z0-9_-]{0,31}$ ]] || die "$u: expected a Unix user/group name (lower case, digits, _ -)"
 done
 [[ "$MEMORY_LIMIT" =~ ^[0-9]+[KMGT]?$ ]] || die "--memory-limit $MEMORY_LIMIT: expected a size such as 2G or 512M"
@@ -163,6 +171,7 @@ done
 [[ "$LEDGER_URL" =~ ^http://127\.0\.0\.1:[0-9]{1,5}$ ]] || die "--ledger-url $LEDGER_URL: expected http://127.0.0.1:PORT (the ledger listens on the loopback interface only)"
 [[ "$CPU_LIMIT" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--cpu-limit $CPU_LIMIT: expected a number of cores such as 1.5"
 ENV="$PREFIX/env"
+STUDENT_SITE="$PREFIX/student-site"     # students' course_lib: no solvers (autograder.authoring.student_build)
 # where systemd runs, each student's server is a systemd unit with cgroup limits (systemdspawner)
 SPAWNER=local
 [[ -d /run/systemd/system && "$MEMORY_LIMIT" != 0 ]] && SPAWNER=systemd
@@ -217,9 +226,40 @@ if [[ "$(cat "$ENV/.roofline-stamp" 2>/dev/null)" != "$stamp" ]]; then
 else
     say "shared environment $ENV is up to date"
 fi
+if [[ "$LEDGER" == yes && "$(cat "$STUDENT_SITE/.roofline-stamp" 2>/dev/null)" != "$stamp" ]]; then
+    say "writing the students' copy of course_lib, without the answer key, to $STUDENT_SITE"
+    "$ENV/bin/python" -m autograder.authoring.student_build "$STUDENT_SITE" >> "$PREFIX/pip.log" 2>&1 \
+        || { tail -n 30 "$PREFIX/pip.log" >&2; die "the students' copy failed (see $PREFIX/pip.log)"; }
+    echo "$stamp" > "$STUDENT_SITE/.roofline-stamp"
+fi
 chmod -R go+rX,go-w "$PREFIX"
-runuser -u nobody -- "$ENV/bin/python" -c "import course_lib, nbgrader, jupyterhub" \
-    || die "$ENV is not usable by other users (is $PYTHON under a private directory? pass --python)"
+# The answer key: the environment's course_lib only for KEY_GROUP (instructors and the service);
+# everyone else imports the students' copy. Done again on every run (pip and chmod above reopen it).
+KEY_SITE="$("$ENV/bin/python" -c 'import course_lib, os; print(os.path.dirname(course_lib.__file__))')"
+if [[ "$LEDGER" == yes ]]; then
+    getent group "$KEY_GROUP" >/dev/null || groupadd --system "$KEY_GROUP"
+    chgrp "$KEY_GROUP" "$KEY_SITE"
+    chmod 0750 "$KEY_SITE"
+    runuser -u nobody -- env PYTHONPATH="$STUDENT_SITE" "$ENV/bin/python" -c "
+import course_lib, nbgrader, jupyterhub
+from course_lib.questions import all_questions
+from course_lib.questions.key import KeyHeld
+q = next(q for q in all_questions().values() if not q.measured)
+try:
+    q.solution()
+except KeyHeld:
+    pass
+else:
+    raise SystemExit('the students copy of course_lib solves ' + q.id)" \
+        || die "$ENV with $STUDENT_SITE is not usable by other users, or holds the answer key (is $PYTHON under a private directory? pass --python)"
+    if runuser -u nobody -- "$ENV/bin/python" -c "import course_lib.questions" 2>/dev/null; then
+        die "$KEY_SITE is readable by everyone: the answer key would be in students' kernels"
+    fi
+else
+    chmod 0755 "$KEY_SITE"
+    runuser -u nobody -- "$ENV/bin/python" -c "import course_lib, nbgrader, jupyterhub" \
+        || die "$ENV is not usable by other users (is $PYTHON under a private directory? pass --python)"
+fi
 
 # ---- 4. nbgrader for everyone; instructor-side extensions off ----------------------------------------
 mkdir -p "$ENV/etc/jupyter/jupyter_server_config.d" "$ENV/etc/jupyter/labconfig"
@@ -305,6 +345,9 @@ as_user() {   # as_user NAME HOME COMMAND...: run COMMAND as NAME with a clean e
 
 for i in "${INSTRUCTORS[@]}"; do
     add_user "$i" "$INSTRUCTORS_GROUP"
+    if [[ "$LEDGER" == yes ]]; then
+        id -nG "$i" | tr ' ' '\n' | grep -qx "$KEY_GROUP" || usermod -a -G "$KEY_GROUP" "$i"
+    fi
     home="$(getent passwd "$i" | cut -d: -f6)"
     course="$home/$COURSE_FOLDER"
     if [[ ! -e "$course" ]]; then
@@ -365,6 +408,7 @@ if [[ "$LEDGER" == yes ]]; then
             "$LEDGER_USER"
         say "created the ledger's system user $LEDGER_USER"
     fi
+    id -nG "$LEDGER_USER" | tr ' ' '\n' | grep -qx "$KEY_GROUP" || usermod -a -G "$KEY_GROUP" "$LEDGER_USER"
     mkdir -p "$LEDGER_DIR"
     chown "$LEDGER_USER:$INSTRUCTORS_GROUP" "$LEDGER_DIR"
     chmod 2750 "$LEDGER_DIR"
@@ -378,6 +422,7 @@ site = {
     "students_group": "$STUDENTS_GROUP", "instructors_group": "$INSTRUCTORS_GROUP",
     "spawner": "$SPAWNER",
     "ledger": {"dir": "$LEDGER_DIR", "url": "$LEDGER_URL", "user": "$LEDGER_USER"} if "$LEDGER" == "yes" else {},
+    "student_site": "$STUDENT_SITE" if "$LEDGER" == "yes" else "",
     "limits": {} if "$MEMORY_LIMIT" == "0" else
               {"memory": "$MEMORY_LIMIT", "tasks": $TASKS_LIMIT, "cpu": $CPU_LIMIT, "nice": $NICE},
 }
