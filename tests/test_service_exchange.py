@@ -603,3 +603,99 @@ def test_the_store_is_the_service_s_own(term, service):
         assert not p.is_symlink() and mode & 0o007 == 0, (p, oct(mode))
     meta = json.loads(next(store.rglob("submissions/ann/*/*/meta.json")).read_text())
     assert meta["student_id"] == "ann" and meta["timestamp"].startswith("2031-")
+
+
+def test_the_formgrader_s_api_releases_lists_collects_and_unreleases_through_the_service(term, service):
+    """nbgrader's NbGraderAPI (what the Formgrader's buttons call) with the service exchange selected."""
+    from nbgrader.apps.api import NbGraderAPI
+
+    url, _store = service
+
+    def api():
+        term.mp.setenv("COURSE_SERVICE_URL", url)
+        term.mp.setenv("JUPYTERHUB_API_TOKEN", "tok-teacher")
+        c = Config()
+        nbexchange.configure(c)
+        c.CourseDirectory.root, c.CourseDirectory.course_id = str(term.course), COURSE
+        return NbGraderAPI(coursedir=CourseDirectory(config=c), config=c)
+
+    a = api()
+    assert a.exchange_missing is False and a.exchange_root == ""
+    assert a.release_assignment(ASSIGNMENT)["success"], a.release_assignment(ASSIGNMENT)
+    assert api().get_released_assignments() == {ASSIGNMENT}
+    term.run("ann", "FetchAssignment")
+    term.run("ann", "Submit")
+    result = api().collect(ASSIGNMENT)
+    assert result["success"], result
+    assert parse_utc((term.course / "submitted" / "ann" / ASSIGNMENT / "timestamp.txt").read_text()).year == 2031
+    assert api().unrelease(ASSIGNMENT)["success"]
+    assert api().get_released_assignments() == set()
+    term.mp.setenv("JUPYTERHUB_API_TOKEN", "tok-unknown")
+    c = Config()
+    nbexchange.configure(c, service_url=url)
+    c.CourseDirectory.root, c.CourseDirectory.course_id = str(term.course), COURSE
+    assert NbGraderAPI(coursedir=CourseDirectory(config=c), config=c).exchange_missing is True
+
+
+def test_the_assignment_list_fetches_submits_and_fetches_feedback_through_the_service(term, service, monkeypatch):
+    """nbgrader's Assignment List (the students' server extension's manager), configured by an
+    nbgrader_config.py in the student's folder that selects the service exchange."""
+    from nbgrader.server_extensions.assignment_list.handlers import AssignmentList
+
+    url, _store = service
+    term.run("teacher", "ReleaseAssignment")
+    home = term.home("ann")
+    (home / "nbgrader_config.py").write_text(
+        "from course_hub.nbexchange import configure\n"
+        f"configure(c)\nc.CourseDirectory.course_id = {COURSE!r}\nc.Exchange.path_includes_course = True\n")
+    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(term.tmp / "jupyter-config"))
+    monkeypatch.setenv("COURSE_SERVICE_URL", url)
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "tok-ann")
+    monkeypatch.chdir(home)
+    manager = AssignmentList()
+    manager.root_dir = str(home)
+
+    listed = manager.list_assignments(course_id=COURSE)
+    assert listed["success"], listed
+    assert [(a["assignment_id"], a["status"]) for a in listed["value"]] == [(ASSIGNMENT, "released")]
+    assert manager.fetch_assignment(COURSE, ASSIGNMENT)["success"]
+    listed = manager.list_assignments(course_id=COURSE)["value"]
+    assert listed[0]["status"] == "fetched" and listed[0]["path"] == os.path.join(COURSE, ASSIGNMENT)
+    assert listed[0]["notebooks"][0]["path"] == os.path.join(COURSE, ASSIGNMENT, "lesson.ipynb")
+    submitted = manager.submit_assignment(COURSE, ASSIGNMENT)
+    assert submitted["success"], submitted
+    listed = manager.list_assignments(course_id=COURSE)["value"]
+    (group,) = [a for a in listed if a["status"] == "submitted"]
+    assert group["student_id"] == "ann" and len(group["submissions"]) == 1
+
+    term.run("teacher", "Collect")
+    fb = term.course / "feedback" / "ann" / ASSIGNMENT
+    fb.mkdir(parents=True)
+    (fb / "lesson.html").write_text("<html>well done</html>")
+    (fb / "timestamp.txt").write_text((term.course / "submitted" / "ann" / ASSIGNMENT / "timestamp.txt").read_text())
+    term.run("teacher", "ReleaseFeedback")
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "tok-ann")
+    monkeypatch.chdir(home)
+    assert manager.fetch_feedback(COURSE, ASSIGNMENT)["success"]
+    sub = [a for a in manager.list_assignments(course_id=COURSE)["value"] if a["status"] == "submitted"][0]
+    sub = sub["submissions"][0]
+    assert sub["has_local_feedback"] and not sub["feedback_updated"]
+    assert (home / sub["local_feedback_path"]).read_text() == "<html>well done</html>"
+
+
+def test_concurrent_submissions_never_pass_the_count_limit(term, service, monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    url, store = service
+    term.run("teacher", "ReleaseAssignment")
+    monkeypatch.setattr(X, "MAX_SUBMISSIONS", 3)
+    body = tgz({"lesson.ipynb": os.urandom(200_000)})
+
+    def post(_):
+        return http("POST", f"{url}/exchange/{COURSE}/submissions/{ASSIGNMENT}", "tok-ann", data=body).status_code
+
+    with ThreadPoolExecutor(8) as pool:
+        codes = sorted(pool.map(post, range(8)))
+    assert codes == [201] * 3 + [429] * 5
+    assert len(list(store.rglob("submissions/ann/*/*/archive"))) == 3
+    assert len(set(service_times(url, "ann"))) == 3

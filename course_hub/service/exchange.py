@@ -30,6 +30,7 @@ Store layout: <course>/released/<a>/{archive,meta.json};
 """
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import hashlib
 import json
@@ -37,6 +38,8 @@ import os
 import re
 import shutil
 import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from tornado import web
@@ -110,11 +113,23 @@ def _mkdirs(path: Path) -> None:
         os.chmod(d, 0o750)
 
 
+#: reading and storing an upload (up to MAX_SUBMISSION_BYTES, unpacked bounded to check it) runs here, off
+#: the event loop, so that one student's upload never delays another's ledger commit
+_WORKERS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="exchange")
+
+
 class Exchange:
-    """The exchange's folder and what lies in it (no HTTP here)."""
+    """The exchange's folder and what lies in it (no HTTP here). Safe to call from worker threads:
+    one student's submissions are checked against the limits and stored one at a time."""
 
     def __init__(self, root: Path):
         self.root = Path(root)
+        self._locks: dict[tuple, threading.Lock] = {}
+        self._locks_lock = threading.Lock()
+
+    def _lock(self, *key) -> threading.Lock:
+        with self._locks_lock:
+            return self._locks.setdefault(key, threading.Lock())
 
     # -- released assignments
     def released_dir(self, course: str, assignment: str) -> Path:
@@ -140,6 +155,10 @@ class Exchange:
     def release(self, course: str, assignment: str, data: bytes, force: bool) -> dict:
         files = archives.members(data)
         d = self.released_dir(course, assignment)
+        with self._lock(course, "release", assignment):
+            return self._release(d, course, assignment, data, files, force)
+
+    def _release(self, d: Path, course: str, assignment: str, data: bytes, files: dict, force: bool) -> dict:
         if (d / "meta.json").exists() and not force:
             raise web.HTTPError(409, f"{course}/{assignment} is already released: expected force=1 to replace it")
         _mkdirs(d)
@@ -199,6 +218,10 @@ class Exchange:
             raise web.HTTPError(404, f"{course}/{assignment} is not released: expected an assignment the "
                                      "instructor has released")
         files = archives.members(data)
+        with self._lock(course, "submit", student):
+            return self._submit(course, student, assignment, data, files)
+
+    def _submit(self, course: str, student: str, assignment: str, data: bytes, files: dict) -> dict:
         mine = self.submissions(course, student)
         count = sum(1 for m in mine if m["assignment_id"] == assignment)
         if count >= MAX_SUBMISSIONS:
@@ -236,6 +259,10 @@ class Exchange:
 
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc)
+
+
+async def _off_the_loop(fn, *args):
+    return await asyncio.get_running_loop().run_in_executor(_WORKERS, fn, *args)
 
 
 class _Handler(TokenHandler):
@@ -318,12 +345,13 @@ class AssignmentHandler(_Upload):
             raise web.HTTPError(404, f"{course}/{assignment} is not released")
         self.send_file(d / "archive", _TYPES[meta["format"]], {"X-Archive-Format": meta["format"]})
 
-    def put(self, _prefix, course, assignment):
+    async def put(self, _prefix, course, assignment):
         self.names(course, assignment)
         self.require_instructor()
         data = self.body()
+        force = self.get_argument("force", "0") in ("1", "true")
         try:
-            meta = self.store.release(course, assignment, data, self.get_argument("force", "0") in ("1", "true"))
+            meta = await _off_the_loop(self.store.release, course, assignment, data, force)
         except archives.BadArchive as e:
             raise web.HTTPError(400, str(e)) from None
         self.set_status(201)
@@ -356,13 +384,13 @@ class SubmissionsHandler(_Upload):
             student = self.user
         self.finish({"submissions": self.store.submissions(course, student, assignment)})
 
-    def post(self, _prefix, course, assignment=None):
+    async def post(self, _prefix, course, assignment=None):
         if assignment is None:
             raise web.HTTPError(400, "expected POST /exchange/<course>/submissions/<assignment>")
         self.names(course, assignment)
         data = self.body()
         try:
-            meta = self.store.submit(course, self.user, assignment, data)
+            meta = await _off_the_loop(self.store.submit, course, self.user, assignment, data)
         except archives.BadArchive as e:
             raise web.HTTPError(400, str(e)) from None
         self.set_status(201)
