@@ -24,14 +24,19 @@ def feedback_page(submission: dict) -> str | None:
     return None
 
 
+def point_at_pages(assignments: list) -> list:
+    """An exchange list's assignments, each submission's `local_feedback_path` its feedback page
+    where one is fetched (also used by the service exchange's list, course_hub.nbexchange)."""
+    for info in assignments:
+        for sub in info.get("submissions", [info]):
+            page = feedback_page(sub) if sub.get("local_feedback_path") else None
+            if page:
+                sub["local_feedback_path"] = page
+    return assignments
+
+
 class FeedbackPageList(ExchangeList):
     """nbgrader's ExchangeList; a submission's `local_feedback_path` is its feedback page."""
 
     def parse_assignments(self):
-        assignments = super().parse_assignments()
-        for info in assignments:
-            for sub in info.get("submissions", [info]):
-                page = feedback_page(sub) if sub.get("local_feedback_path") else None
-                if page:
-                    sub["local_feedback_path"] = page
-        return assignments
+        return point_at_pages(super().parse_assignments())
