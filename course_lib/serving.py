@@ -204,6 +204,28 @@ def step_kernels(model, hardware, context, batch_size=1, precision="fp16", weigh
     return rows
 
 
+def prefill_crossover(model, hardware, batch_size=1, max_prompt=1 << 20, **precisions):
+    """The shortest prompt whose prefill is compute-bound (``serve``'s prefill: t_compute >=
+    t_memory) for `batch_size` sequences, or None if none up to `max_prompt` tokens is. Below it
+    a prefill is memory-bound: the weights, read once per pass, outweigh the prompt's FLOPs.
+    `precisions` are serve's precision keywords.
+
+    >>> prefill_crossover("Llama3_8B", "H100") > 200     # a chatbot's 200-token prompt is memory-bound
+    True
+    """
+    def compute_bound(p):
+        pre = serve(model, hardware, prompt_tokens=p, output_tokens=1, batch_size=batch_size, **precisions).prefill
+        return pre.t_compute_si >= pre.t_memory_si
+
+    if not compute_bound(max_prompt):
+        return None
+    lo, hi = 0, max_prompt                 # memory-bound at lo (or lo == 0), compute-bound at hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if compute_bound(mid) else (mid, hi)
+    return hi
+
+
 def serve(model, hardware, prompt_tokens=2048, output_tokens=128, batch_size=1, precision="fp16",
           weight_precision=None, activation_precision=None, kv_precision=None, tp=1, *,
           attention_precision=None, compute_efficiency=1.0, memory_efficiency=1.0,
