@@ -72,12 +72,12 @@ def test_quant_q5_per_kernel_step_by_hand():
 
     def matmul(k, n, count, wbytes):          # (time, compute-bound?) of batch x k @ k x n
         flops, nbytes = 2 * batch * k * n, k * n * wbytes + 2 * batch * (k + n)
-        return count * max(flops / peak, nbytes / bw), flops / nbytes >= ridge, flops / (k * n * 2 + 2 * batch * (k + n))
+        return count * max(flops / peak, nbytes / bw), flops / nbytes >= ridge
 
     shapes = [(d, d + 2 * kv, layers), (d, d, layers), (d, 2 * d_ff, layers), (d_ff, d, layers), (d, vocab, 1)]
     for wbytes in (2, 1):
         for k, n, count in shapes:
-            _, compute_bound, _ = matmul(k, n, count, wbytes)
+            _, compute_bound = matmul(k, n, count, wbytes)
             assert compute_bound, (k, n, wbytes)
     fp16_matmuls = sum(matmul(k, n, c, 2)[0] for k, n, c in shapes)
     int8_matmuls = sum(matmul(k, n, c, 1)[0] for k, n, c in shapes)
@@ -97,7 +97,7 @@ def test_quant_q5_per_kernel_step_by_hand():
     step = serve("Llama3_8B", "A100", prompt_tokens=128, output_tokens=128, batch_size=batch)
     assert step.decode.bottleneck == "memory-bound"                 # step-level: the label the explanation corrects
     why = sol.truths["q5_prediction"].explanation
-    assert "already compute-bound" in why and f"{fp16['time'] / int8['time']:.2f}x" in why
+    assert "already compute-bound" in why and f"{fp16['time'] * 1e3:.1f} ms either way" in why
     assert f"{ridge:.0f}" in why and "lower bound" in why
 
 
