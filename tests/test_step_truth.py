@@ -138,3 +138,26 @@ def test_alt_text_names_the_levels_that_did_not_resolve():
     fig, ax = plot_hierarchical_roofline(hw)
     text, _ = hierarchical_text(ax, hw, "fp64", [])
     assert "Every memory level resolved." in text and "did not resolve" not in text
+
+
+def test_every_measured_figure_prints_its_spread_and_a_wide_one_is_called_so():
+    from course_lib.measure.result import WIDE_SPREAD, SweepPoint, Timing, example
+
+    hw = example()
+    quiet = hw.report()
+    assert f"agreed within {WIDE_SPREAD:.0%}" in quiet and "shared machine" not in quiet
+    l2 = hw.levels["L2"]
+    wide = 2 * WIDE_SPREAD
+    hw.sweep = [SweepPoint(size=l2.low, threads=1, bandwidth=1e11, median_bandwidth=0.9e11, spread=0.05,
+                           method="reduce", passes=10, repeats=5),
+                SweepPoint(size=l2.high, threads=1, bandwidth=1e11, median_bandwidth=0.8e11, spread=wide,
+                           method="reduce", passes=10, repeats=5)]
+    run = hw.runs["dot"]
+    hw.runs["dot"] = type(run)(*[getattr(run, f) for f in run.__dataclass_fields__][:7],
+                               Timing((0.010, 0.012, 0.010 * (1 + wide))),
+                               *[getattr(run, f) for f in run.__dataclass_fields__][8:])
+    text = hw.report()
+    assert f"spread over repeats: up to {wide:.0%} (each of its 2 sizes" in text
+    assert "Wide spreads" in text and "a shared machine" in text
+    assert f"L2 bandwidth: its sizes' repeats spread up to {wide:.0%}" in text
+    assert f"{run.name}: its repeats spread" in text
