@@ -197,20 +197,27 @@ def hierarchical_text(ax, hw, prec: str, runs) -> tuple[str, list[Table]]:
     """A measured hierarchical roofline: the compute roof, each resolved memory level's ceiling
     and ridge, and each timed kernel's intensity and achieved FLOP/s; tables of both."""
     peak = hw.peak_flops_si(prec)
-    levels = [lv for lv in hw.levels.values() if lv.resolved]
+    ceiling = getattr(hw, "memory_level", "DRAM")
+    # what the chart draws: a dashed ceiling per resolved level, and the roofline's own memory
+    # ceiling, always (named for the level it was measured at)
+    drawn = [(lv.name, lv.bandwidth) for lv in hw.levels.values() if lv.resolved and lv.name != ceiling]
+    drawn.append((f"{getattr(hw, 'memory_label', ceiling)} (the roofline's memory ceiling)", hw.memory_bandwidth_si))
+    missing = [lv for lv in hw.levels.values() if not lv.resolved]
     out = [f"{ax.get_title() or 'Hierarchical roofline'}, log-log. Compute roof {prec}: "
            f"{fmt_per_second(peak, 'FLOP/s')}."]
     out.append("Memory ceilings: " + "; ".join(
-        f"{lv.name} {fmt_per_second(lv.bandwidth, 'B/s')}, ridge {fmt_sig(peak / lv.bandwidth)} FLOP/byte"
-        for lv in levels) + ".")
+        f"{name} {fmt_per_second(bw, 'B/s')}, ridge {fmt_sig(peak / bw)} FLOP/byte" for name, bw in drawn) + ".")
+    out.append("Levels the sweep did not resolve (no ceiling of their own): " + "; ".join(
+        f"{lv.name}" + (f" ({lv.note})" if lv.note else "") for lv in missing) + "."
+               if missing else "Every memory level resolved.")
     if runs:
         out.append("Timed kernels: " + "; ".join(
             f"{r.name}: intensity {fmt_sig(r.intensity)} FLOP/byte, {fmt_per_second(r.achieved_flops, 'FLOP/s')}"
             f" on {r.threads} thread{'s' if r.threads != 1 else ''}" for r in runs) + ".")
     tables = [Table("Memory levels: bandwidth and ridge point",
                     ["level", "bandwidth", f"ridge point at the {prec} roof (FLOP/byte)"],
-                    [[lv.name, fmt_per_second(lv.bandwidth, "B/s"), fmt_sig(peak / lv.bandwidth)]
-                     for lv in levels])]
+                    [[name, fmt_per_second(bw, "B/s"), fmt_sig(peak / bw)] for name, bw in drawn]
+                    + [[lv.name, "not resolved", "-"] for lv in missing])]
     if runs:
         tables.append(Table("Timed kernels", ["kernel", "intensity (FLOP/byte)", "achieved", "threads"],
                             [[r.name, fmt_sig(r.intensity), fmt_per_second(r.achieved_flops, "FLOP/s"),

@@ -45,7 +45,7 @@ import numpy as np
 from .errors import CourseError
 from . import sensitivity
 from .formatting import fmt_time
-from .roofline import _sums, regime, traffic
+from .roofline import _sums, layer_traffic, regime, traffic
 from .units import Q_, to_si
 from .topology import allreduce_seconds, in_switch_reduction, ring_link
 from .workloads import Knobs, check_batch, precisions, resolve
@@ -170,6 +170,60 @@ def _memory(model, hardware, prec, kv_bytes, tokens, batch, tp, kv_shard):
     room = cap - weights / tp
     max_b = max(0, int(room // (kv_per_seq * kv_shard))) if room > 0 else 0
     return weights, kv_per_seq, per_gpu_mem, per_gpu_mem <= cap, max_b
+
+
+def step_kernels(model, hardware, context, batch_size=1, precision="fp16", weight_precision=None,
+                 activation_precision=None, kv_precision=None, *, attention_precision=None) -> list[dict]:
+    """The per-kernel roofline of ONE decode step of `batch_size` sequences whose caches hold
+    `context` tokens (the new one included), on one GPU: a row per kernel (one copy of a
+    repeated layer, with its ``count``) with its FLOPs, bytes, intensity, t_compute, t_memory,
+    time ``max(t_compute, t_memory)`` and regime. ``sum(r["count"] * r["time_s"] for r in rows)``
+    is the step's per-kernel roofline, which is never shorter than the step-level
+    ``max(sum t_compute, sum t_memory)`` that ``serve`` reports: a kernel waiting on memory
+    cannot lend its idle math to a compute-bound one.
+
+    >>> rows = step_kernels("Llama3_8B", "A100", context=192, batch_size=192)
+    >>> {r["name"]: r["regime"] for r in rows}["attention"]
+    'memory-bound'
+    """
+    model, hardware = resolve(model, hardware)
+    prec = precisions(hardware, precision, weight_precision, activation_precision, kv_precision,
+                      attention_precision, model=model)
+    bw_, ba_, bkv_ = prec.bytes
+    table = model.decode_table(context)
+    flops, nbytes = layer_traffic(table, batch_size, bw_, ba_, bkv_)
+    peaks = np.where(table.attention, hardware.peak_flops_si(prec.attention), hardware.peak_flops_si(prec.compute))
+    bw = hardware.memory_bandwidth_si
+    rows = []
+    for i, layer in enumerate(table.layers):
+        f, b = float(flops[i]), float(nbytes[i])
+        tc, tm = f / float(peaks[i]), b / bw
+        rows.append({"name": layer.name, "kind": layer.kind, "count": layer.count, "flops": f, "bytes": b,
+                     "intensity": f / b if b else float("inf"), "t_compute_s": tc, "t_memory_s": tm,
+                     "time_s": max(tc, tm), "regime": regime(tc, tm)})
+    return rows
+
+
+def prefill_crossover(model, hardware, batch_size=1, max_prompt=1 << 20, **precisions):
+    """The shortest prompt whose prefill is compute-bound (``serve``'s prefill: t_compute >=
+    t_memory) for `batch_size` sequences, or None if none up to `max_prompt` tokens is. Below it
+    a prefill is memory-bound: the weights, read once per pass, outweigh the prompt's FLOPs.
+    `precisions` are serve's precision keywords.
+
+    >>> prefill_crossover("Llama3_8B", "H100") > 200     # a chatbot's 200-token prompt is memory-bound
+    True
+    """
+    def compute_bound(p):
+        pre = serve(model, hardware, prompt_tokens=p, output_tokens=1, batch_size=batch_size, **precisions).prefill
+        return pre.t_compute_si >= pre.t_memory_si
+
+    if not compute_bound(max_prompt):
+        return None
+    lo, hi = 0, max_prompt                 # memory-bound at lo (or lo == 0), compute-bound at hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if compute_bound(mid) else (mid, hi)
+    return hi
 
 
 def serve(model, hardware, prompt_tokens=2048, output_tokens=128, batch_size=1, precision="fp16",

@@ -19,6 +19,11 @@ from .system import cache_level_of
 from .timing import Timing
 
 
+#: a figure whose repeats' times differ by more than this fraction of their median is reported as
+#: wide, with the likely cause (a shared machine); the spread itself is printed for every figure
+WIDE_SPREAD = 0.2
+
+
 @dataclass(frozen=True)
 class SweepPoint:
     """One working-set size of the bandwidth sweep.
@@ -219,6 +224,27 @@ class MeasuredHardware(Hardware):
             lines.append(f"  source[{what}]: {src}")
         return "\n".join(lines)
 
+    def level_spread(self, name: str) -> tuple[float, int] | None:
+        """(the widest spread over repeats of the sweep sizes in level `name`'s plateau, how many
+        sizes), or None where the level has no plateau in the sweep."""
+        lv = self.levels.get(name)
+        if lv is None or not lv.points or not self.sweep:
+            return None
+        inside = [p for p in self.sweep if lv.low <= p.size <= lv.high]
+        return (max(p.spread for p in inside), len(inside)) if inside else None
+
+    def spread_warnings(self) -> list[str]:
+        """Every measured figure whose repeats spread wider than WIDE_SPREAD, in words."""
+        out = []
+        for key, run in self.runs.items():
+            if run.timing.spread > WIDE_SPREAD:
+                out.append(f"{run.name}: its repeats spread {run.timing.spread:.0%}")
+        for name in self.levels:
+            got = self.level_spread(name)
+            if got and got[0] > WIDE_SPREAD:
+                out.append(f"{name} bandwidth: its sizes' repeats spread up to {got[0]:.0%}")
+        return out
+
     def report(self, kernels: bool = True, ridges=None) -> str:
         """Everything: set-up, peaks, levels, what was not resolved, and (``kernels=True``) the
         timed kernels. ``ridges`` names the precisions whose ridge point is printed (all by
@@ -238,6 +264,10 @@ class MeasuredHardware(Hardware):
         out.append(f"Memory levels ({s.get('sweep_desc', 'sweep of acc += x over working sets')}):")
         for lv in self.levels.values():
             out.append("  " + lv.describe())
+            got = self.level_spread(lv.name)
+            if got:
+                out.append(f"      spread over repeats: up to {got[0]:.0%} (each of its {got[1]} sizes timed "
+                           "several times; a size's spread is (slowest - fastest) / median)")
         for n in self.notes:
             out.append(f"  note: {n}")
         out.append(f"  memory ceiling of the roofline: {fmt_per_second(self.memory_bandwidth_si, 'B/s')}, "
@@ -246,6 +276,11 @@ class MeasuredHardware(Hardware):
             out.append(f"  ridge point {p}: {self.ridge_point_si(p):.2f} FLOP/byte (peak / {self.memory_level} bandwidth)")
         if kernels:
             out += ["", self.kernel_table()]
+        wide = self.spread_warnings()
+        out += ["", (f"Wide spreads (over {WIDE_SPREAD:.0%} between the fastest and slowest repeat): "
+                     + "; ".join(wide) + ". Another program was most likely using this machine while it was "
+                     "measured (a shared machine): trust these figures less, or measure again when it is quiet.")
+                if wide else f"Every figure's repeats agreed within {WIDE_SPREAD:.0%}: a quiet machine while measuring."]
         return "\n".join(out)
 
     def kernel_table(self, keys=None) -> str:

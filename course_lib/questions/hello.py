@@ -60,6 +60,35 @@ def _lowest_ridge():
     return lowest, ridges[lowest]
 
 
+def _regime_moves_with_fusion(solver, **givens):
+    """Why a variant's graded regime depends on the fusion convention (None: it holds from a fused
+    engine's activation traffic to an unfused one's, course_lib.sensitivity.FUSION_RANGE)."""
+    from ..sensitivity import FUSION_RANGE, perturb
+
+    truth = solver(**givens)
+    for change in FUSION_RANGE:
+        with perturb(**change):
+            moved = solver(**givens)
+        if moved != truth:
+            return (f"the answer is {truth} with unfused activations but {moved} with activation bytes "
+                    f"x{change['activation_bytes']:g} (a fused engine's): it would grade the convention")
+    return None
+
+
+#: questions whose answer is about activation traffic itself, and so depends on how much of it
+#: reaches memory: each states the convention it assumes in its text (the sentence below, which
+#: tests/test_question_robustness.py finds in the question) instead of being re-solved over the
+#: fusion range (course_lib.sensitivity.FUSION_RANGE). A fused engine keeps a layer's output in
+#: cache for the next layer and moves about half the activation bytes: F / S_act (Q7) doubles, and
+#: the spatial convs of ResNet-50's first stage (Q8) cross the ridge.
+UNFUSED_CONVENTION = {
+    "hello_q7": "activations counted unfused, every layer reading its input from memory and writing its "
+                "output back",
+    "hello_q8": "activations counted unfused, every layer reading its input from memory and writing its "
+                "output back",
+}
+
+
 # ---- Q1 -----------------------------------------------------------------------------------------
 @question("hello_q1", rule="by-hand", specs={"q1_intensity": Number("FLOP/byte", rel_tol=0.02)},
           givens={"n": 1_000_000, "precision": "fp16"},
@@ -176,7 +205,7 @@ def _weights_only_trap(chip, batch):
     weights_only = p.flops_si / p.bytes_breakdown["weights"].m_as("B")
     if (weights_only >= hw.ridge_point_si("fp16")) == (p.bottleneck == "compute-bound"):
         return f"counting the weights alone gives the true regime on the {chip} at batch {batch}: no trap to ask about"
-    return None
+    return _regime_moves_with_fusion(lambda chip, batch: _resnet(chip, batch)[0].bottleneck, chip=chip, batch=batch)
 
 
 @question("hello_q4", rule="prediction", reflection=1, specs={"q4_prediction": Regime(), "q4_reasoning": Reason()},

@@ -335,9 +335,26 @@ def q8(batch):
         work=work)
 
 
-TAKEAWAYS = """\
-* Prefill reuses each weight for every prompt token: compute-bound, TTFT ≈ FLOPs / peak, growing
-  faster than the prompt because of causal attention, more so the longer the prompt.
+def _takeaways() -> str:
+    """The take-aways, their numbers computed by course_lib (where prefill turns compute-bound)."""
+    from .. import serve
+    from ..serving import prefill_crossover
+
+    llama, h100 = _setting()
+    chat_prompt, chat_output = WORKLOADS["q7_chatbot"]
+    chat = serve(llama, h100, prompt_tokens=chat_prompt, output_tokens=chat_output).prefill
+    p_star = prefill_crossover(llama, h100)
+    return f"""\
+* Prefill reuses each weight for every prompt token, so a long prompt is compute-bound and
+  TTFT ≈ FLOPs / peak, growing faster than the prompt because of causal attention. A short one
+  is not: the weights are read once per pass whatever the prompt, so {llama.name}'s prefill on
+  the {h100.key} turns compute-bound only from {p_star} prompt tokens. Q7's {chat_prompt}-token
+  chatbot prompt is memory-bound (compute {chat.t_compute_si * 1e3:.2f} ms, memory
+  {chat.t_memory_si * 1e3:.2f} ms): its TTFT is bytes / bandwidth, like a decode step's.
+""" + _TAKEAWAYS_REST
+
+
+_TAKEAWAYS_REST = """\
 * Decode reuses each weight for one token per sequence: memory-bound at small batch,
   TPOT ≈ bytes / bandwidth. The weights are read once per step for the whole batch, so batching
   is how decode gets throughput; each sequence's KV cache is read every step, so the longer the
@@ -352,3 +369,10 @@ TAKEAWAYS = """\
 * One decode step costs about as much as prefilling a ridge point's worth of prompt tokens, so
   most requests spend most of their time in decode.
 """
+
+
+def __getattr__(name):
+    """TAKEAWAYS is computed when read (PEP 562), so its numbers come from course_lib."""
+    if name == "TAKEAWAYS":
+        return _takeaways()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

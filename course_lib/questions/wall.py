@@ -293,6 +293,56 @@ def gpt_fast_row(model="Llama2_7B", precision="bf16"):
 #: the empirical peak bandwidth the gpt-fast README quotes for its A100 (bytes/s)
 GPT_FAST_EMPIRICAL_BANDWIDTH = 1700e9
 
+#: gpt-fast's README table labels its int4 rows "4-bit (G=32)": weight-only int4 with one scale
+#: and one zero point per group of 32 input weights of each output channel. gpt-fast's
+#: WeightOnlyInt4Linear keeps them beside the packed weights as ``scales_and_zeros``, a bfloat16
+#: tensor of shape (in_features / groupsize, out_features, 2); its WeightOnlyInt8Linear keeps one
+#: bfloat16 ``scales`` entry per output channel. Every nn.Linear is quantized (the LM head too);
+#: the embedding table and the norms stay bf16.
+GPT_FAST_INT4_GROUP_SIZE = 32
+GPT_FAST_SCALE_BYTES = 2                   # bfloat16
+
+#: the achieved bandwidth gpt-fast's README prints beside each single-A100 row (bytes/s): its
+#: generate.py's model size (the parameters and buffers it holds in memory, the KV cache allocated
+#: for the whole request among them) times tokens/s
+GPT_FAST_REPORTED_BANDWIDTH = {("Llama2_7B", "bf16"): 1397.31e9, ("Llama2_7B", "int8"): 1069.20e9,
+                               ("Llama2_7B", "int4"): 862.69e9, ("Llama2_70B", "int8"): 1322.58e9,
+                               ("Llama2_70B", "int4"): 1097.66e9}
+
+
+def quantization_scale_bytes(model, precision: str) -> float:
+    """Bytes of the scales (and zero points) gpt-fast stores beside a model's quantized weight
+    matmuls, read with them at every decode step: int4, a bf16 scale and a bf16 zero point per
+    group of GPT_FAST_INT4_GROUP_SIZE weights; int8, a bf16 scale per output channel; 16-bit
+    weights, none."""
+    from .. import Models
+
+    model = Models.get(model) if isinstance(model, str) else model
+    c = model.config
+    matmuls = [l for l in model.decode_table(1).layers if l.kind == "matmul"]
+    if precision == "int4":
+        return sum(l.weights_read * l.count for l in matmuls) / GPT_FAST_INT4_GROUP_SIZE * 2 * GPT_FAST_SCALE_BYTES
+    if precision == "int8":
+        inputs = {"qkv_proj": c.d_model, "o_proj": c.n_heads * c.hd, "mlp_gate_up": c.d_model,
+                  "mlp_up": c.d_model, "mlp_down": c.d_ff, "lm_head": c.d_model, "router": c.d_model}
+        return sum(l.weights_read / inputs[l.name] * l.count for l in matmuls) * GPT_FAST_SCALE_BYTES
+    return 0.0
+
+
+def gpt_fast_step(row):
+    """(course_lib's serve() of the row's request, the scales' bytes, the mean decode step's bytes
+    with them, the roofline in tokens/s with them): the bytes every step streams are the quantized
+    weights and, beside them, their scales and zero points, as gpt-fast stores them."""
+    from ..measurements import decode_bound
+
+    bound = decode_bound(row)
+    scales = quantization_scale_bytes(row.model, row.precision)
+    if bound.decode.bottleneck != "memory-bound":
+        raise ValueError(f"{row.model} batch-1 decode is not memory-bound: the scales' time cannot be added")
+    step_bytes = bound.decode.bytes_si + scales
+    roof = 1 / (bound.decode.latency_si + scales / bound.hardware.memory_bandwidth_si)
+    return bound, scales, step_bytes, roof
+
 
 @question("wall_q6", rule="by-hand", reflection=1, specs={"q6_fraction": Ratio(rel_tol=0.03, low=0, high=1)},
           givens={"model": "Llama2_7B", "precision": "bf16"},
@@ -301,31 +351,45 @@ GPT_FAST_EMPIRICAL_BANDWIDTH = 1700e9
           labels={"model": lambda k: _model(k).name, "precision": "weights in {value}"})
 def q6(model, precision):
     from ..hardware_specs import SPECS
-    from ..measurements import decode_bound
 
     row = gpt_fast_row(model, precision)
-    bound = decode_bound(row)                          # the one gpt-fast bound of the course
-    step_bytes = bound.decode.bytes_si                 # the mean decode step of that request
+    bound, scales, step_bytes, roof = gpt_fast_step(row)   # the one gpt-fast bound of the course
     datasheet = SPECS[row.hardware]["memory_bandwidth"]   # the datasheet's figure, as the question asks
     achieved = row.value * step_bytes
     truth = achieved / datasheet
-    roof = 1 / bound.decode.latency_si
+    without_scales = row.value * bound.decode.bytes_si / datasheet
 
     def work():
+        parts = {k: v.m_as("B") for k, v in bound.decode.bytes_breakdown.items()}
         print(f"roofline {roof:.1f} tokens/s > measured {row.value} tokens/s: the bound holds "
               f"(measured = {row.value / roof:.0%} of the roofline)")
+        print(f"bytes per decode step = weights {parts['weights'] / 1e9:.3f} + scales and zero points "
+              f"{scales / 1e9:.3f} + KV cache {parts['kv_cache'] / 1e9:.3f} + activations "
+              f"{parts['activations'] / 1e9:.4f} = {step_bytes / 1e9:.3f} GB")
         print(f"achieved bandwidth = {row.value} tokens/s x {step_bytes / 1e9:.3f} GB = {achieved / 1e9:.0f} GB/s; "
               f"/ {datasheet / 1e9:.0f} GB/s = {truth:.1%} of the datasheet")
+        if scales:
+            print(f"(leaving out the {precision} scales would give {without_scales:.1%}: "
+                  f"{scales / step_bytes:.1%} of the step's bytes are scales and zero points)")
         print(f"against the ~{GPT_FAST_EMPIRICAL_BANDWIDTH / 1e9:.0f} GB/s the gpt-fast README calls the card's "
               f"empirical peak: {achieved / GPT_FAST_EMPIRICAL_BANDWIDTH:.0%}")
+        theirs = GPT_FAST_REPORTED_BANDWIDTH.get((row.model, row.precision))
+        if theirs:
+            print(f"gpt-fast's own figure: {theirs / 1e9:.2f} GB/s = {row.value} tokens/s x "
+                  f"{theirs / row.value / 1e9:.3f} GB, its model's size in memory as its generate.py counts it (weights, "
+                  f"scales, the KV cache allocated for the whole request: all counted at every step); "
+                  f"course_lib's {step_bytes / 1e9:.3f} GB is what the mean step reads and writes. The two differ "
+                  f"by {theirs / achieved - 1:+.1%}; as fractions of the datasheet, "
+                  f"{theirs / datasheet:.1%} and {truth:.1%}.")
         print(f"the measurement's whole setting: {row.setting}")
 
     return Solution(
         {"q6_fraction": Truth(truth, mistakes={
             "sustained-bandwidth": achieved / GPT_FAST_EMPIRICAL_BANDWIDTH,      # the README's empirical peak
             "gib-vs-gb": [truth / 2**30 * 1e9, truth * 2**30 / 1e9]},
-            explanation="Achieved bandwidth is tokens/s x bytes per step; divide by the datasheet bandwidth "
-                        "in bytes/s, keeping GB decimal.")},
+            explanation="Achieved bandwidth is tokens/s x bytes per step (quantized weights with their "
+                        "scales and zero points); divide by the datasheet bandwidth in bytes/s, keeping GB "
+                        "decimal.")},
         hint="Achieved bandwidth = measured tokens/s x bytes per decode step; divide by the datasheet bandwidth "
              "in bytes/s.",
         work=work)
