@@ -56,18 +56,31 @@ def strip_source(text: str) -> str:
     cuts = []          # (first line, last line, replacement), 1-based, inclusive
     for node in tree.body:
         if isinstance(node, ast.FunctionDef):
+            indent = " " * node.body[0].col_offset
+            body = (node.body[0].lineno, node.body[-1].end_lineno)
             for d in node.decorator_list:
                 found = _question_call(d)
                 if found and not found[1]:
-                    indent = " " * node.body[0].col_offset
-                    cuts.append((node.body[0].lineno, node.body[-1].end_lineno,
-                                 f"{indent}from .key import held\n{indent}return held({found[0]!r})\n"))
-        elif isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "TAKEAWAYS" for t in node.targets):
+                    cuts.append((*body, f"{indent}from .key import held\n{indent}return held({found[0]!r})\n"))
+            if _takeaways_name(node.name):          # take-aways computed when read
+                cuts.append((*body, f"{indent}return None\n"))
+            elif node.name == "__getattr__":        # PEP 562: what it computes is the lesson's
+                cuts.append((*body, f"{indent}raise AttributeError(name)\n"))
+        elif isinstance(node, ast.Assign) and any(_takeaways_name(getattr(t, "id", "")) for t in node.targets):
+            name = next(t.id for t in node.targets if _takeaways_name(getattr(t, "id", "")))
             cuts.append((node.lineno, node.end_lineno,
-                         "TAKEAWAYS = None      # the course service gives them (course_lib.questions.key)\n"))
+                         f"{name} = None      # the course service gives them (course_lib.questions.key)\n"))
     for first, last, new in sorted(cuts, reverse=True):
         lines[first - 1:last] = [new]
-    return "".join(lines)
+    text = "".join(lines)
+    if not any(isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "TAKEAWAYS" for t in n.targets)
+               for n in tree.body):
+        text += "\nTAKEAWAYS = None      # the course service gives them (course_lib.questions.key)\n"
+    return text
+
+
+def _takeaways_name(name: str) -> bool:
+    return "takeaways" in name.lower()
 
 
 def key_problems(package: Path, *, practice: bool | None = None) -> list[str]:
@@ -89,9 +102,13 @@ def key_problems(package: Path, *, practice: bool | None = None) -> list[str]:
                     found = _question_call(d)
                     if found and not found[1] and ast.unparse(node.body[-1]) != f"return held({found[0]!r})":
                         out.append(f"{path}: the solver of {found[0]} is still there")
-            elif isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "TAKEAWAYS" for t in node.targets) \
+                if _takeaways_name(node.name) and ast.unparse(node.body[-1]) != "return None":
+                    out.append(f"{path}: {node.name} still computes the take-aways")
+                if node.name == "__getattr__" and ast.unparse(node.body[-1]) != "raise AttributeError(name)":
+                    out.append(f"{path}: its __getattr__ may still compute the take-aways")
+            elif isinstance(node, ast.Assign) and any(_takeaways_name(getattr(t, "id", "")) for t in node.targets) \
                     and not (isinstance(node.value, ast.Constant) and node.value.value is None):
-                out.append(f"{path}: its TAKEAWAYS are still there")
+                out.append(f"{path}: its take-aways are still there")
     for found in package.rglob("*"):
         if found.name in ("variant-secret", ".autograder") or found.name.endswith(".secret"):
             out.append(f"{found}: a course secret")
