@@ -200,13 +200,13 @@ def hierarchical_text(ax, hw, prec: str, runs) -> tuple[str, list[Table]]:
     ceiling = getattr(hw, "memory_level", "DRAM")
     # what the chart draws: a dashed ceiling per resolved level, and the roofline's own memory
     # ceiling, always (named for the level it was measured at)
-    drawn = [(lv.name, lv.bandwidth) for lv in hw.levels.values() if lv.resolved and lv.name != ceiling]
-    drawn.append((f"{getattr(hw, 'memory_label', ceiling)} (the roofline's memory ceiling)", hw.memory_bandwidth_si))
+    drawn = [(lv.name, lv.bandwidth, "") for lv in hw.levels.values() if lv.resolved and lv.name != ceiling]
+    drawn.append((getattr(hw, "memory_label", ceiling), hw.memory_bandwidth_si, " (the roofline's memory ceiling)"))
     missing = [lv for lv in hw.levels.values() if not lv.resolved]
     out = [f"{ax.get_title() or 'Hierarchical roofline'}, log-log. Compute roof {prec}: "
            f"{fmt_per_second(peak, 'FLOP/s')}."]
     out.append("Memory ceilings: " + "; ".join(
-        f"{name} {fmt_per_second(bw, 'B/s')}, ridge {fmt_sig(peak / bw)} FLOP/byte" for name, bw in drawn) + ".")
+        f"{name} {fmt_per_second(bw, 'B/s')}{what}, ridge {fmt_sig(peak / bw)} FLOP/byte" for name, bw, what in drawn) + ".")
     out.append("Levels the sweep did not resolve (no ceiling of their own): " + "; ".join(
         f"{lv.name}" + (f" ({lv.note})" if lv.note else "") for lv in missing) + "."
                if missing else "Every memory level resolved.")
@@ -216,7 +216,7 @@ def hierarchical_text(ax, hw, prec: str, runs) -> tuple[str, list[Table]]:
             f" on {r.threads} thread{'s' if r.threads != 1 else ''}" for r in runs) + ".")
     tables = [Table("Memory levels: bandwidth and ridge point",
                     ["level", "bandwidth", f"ridge point at the {prec} roof (FLOP/byte)"],
-                    [[name, fmt_per_second(bw, "B/s"), fmt_sig(peak / bw)] for name, bw in drawn]
+                    [[name, fmt_per_second(bw, "B/s"), fmt_sig(peak / bw)] for name, bw, _ in drawn]
                     + [[lv.name, "not resolved", "-"] for lv in missing])]
     if runs:
         tables.append(Table("Timed kernels", ["kernel", "intensity (FLOP/byte)", "achieved", "threads"],

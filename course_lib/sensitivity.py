@@ -91,7 +91,7 @@ STANDARD = (
 # boundary (unfused, x1); a fused engine keeps some in registers and caches and moves about half
 # (x0.5), a framework with extra copies somewhat more (x1.1). Every graded answer holds over this
 # range, or its variant is excluded (its question's ``assumes``), or its question states the
-# convention it assumes (its module's ``UNFUSED_CONVENTION``); tests/test_question_robustness.py
+# convention it assumes (its module's ``UNFUSED_CONVENTION``); the robustness test
 # re-solves every graded answer and every variant at each end and in between.
 FUSION_RANGE = (
     {"activation_bytes": 0.5},

@@ -77,7 +77,7 @@ def _regime_moves_with_fusion(solver, **givens):
 
 #: questions whose answer is about activation traffic itself, and so depends on how much of it
 #: reaches memory: each states the convention it assumes in its text (the sentence below, which
-#: tests/test_question_robustness.py finds in the question) instead of being re-solved over the
+#: the robustness test finds in the question) instead of being re-solved over the
 #: fusion range (course_lib.sensitivity.FUSION_RANGE). A fused engine keeps a layer's output in
 #: cache for the next layer and moves about half the activation bytes: F / S_act (Q7) doubles, and
 #: the spatial convs of ResNet-50's first stage (Q8) cross the ridge.
