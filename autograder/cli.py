@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from autograder.course import Course, default_jobs
-from autograder.locate import CONFIGURED, exchange_root, locate_course
+from autograder.locate import CONFIGURED, exchange_of, locate_course
 
 
 def _course(args) -> Course:
@@ -61,7 +61,7 @@ def cmd_release(args) -> int:
         print(f"released {p}")
     if args.exchange is not None or os.environ.get("AUTOGRADER_EXCHANGE"):
         explicit = None if args.exchange in (None, CONFIGURED) else args.exchange
-        exchange = exchange_root(explicit, course.root, must_exist=explicit is None)
+        exchange = exchange_of(explicit, course.root, must_exist=explicit is None)
         for p in release_to_exchange(names, exchange, release=course.release, source=course.source):
             print(f"in the exchange: {p}")
     return 0
@@ -194,7 +194,7 @@ def cmd_release_feedback(args) -> int:
 
     course = _course(args)
     _assignment_names(course, [args.assignment], False)
-    exchange = exchange_root(args.exchange, course.root)
+    exchange = exchange_of(args.exchange, course.root)
     r = release_feedback(course, args.assignment, exchange, students=args.student or None)
     print(f"{args.assignment}: feedback released to {exchange} for {len(r.released)} student(s)")
     for student, why in sorted(r.skipped.items()):

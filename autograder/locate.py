@@ -6,9 +6,10 @@ The course directory holds nbgrader_config.py, solutions/ (the instructor notebo
 working directory upward. The package may be installed anywhere (a shared hub environment):
 nothing is looked up next to the installed code.
 
-The exchange is: `--exchange ROOT`, `$AUTOGRADER_EXCHANGE`, or the `Exchange.root` that nbgrader's
-own configuration sets (the course's nbgrader_config.py, then ~/.jupyter, the environment's and
-the system's etc/jupyter, in nbgrader's order of precedence).
+The exchange is: `--exchange ROOT`, `$AUTOGRADER_EXCHANGE`, an exchange plugin nbgrader's own
+configuration selects (`c.ExchangeFactory`: the hub's course service, course_hub.nbexchange), or
+the `Exchange.root` it sets (the course's nbgrader_config.py, then ~/.jupyter, the environment's
+and the system's etc/jupyter, in nbgrader's order of precedence).
 """
 from __future__ import annotations
 
@@ -94,6 +95,49 @@ def configured_exchange(course_dir: Path | None = None) -> Path | None:
         if root:
             return Path(str(root))
     return None
+
+
+@dataclass(frozen=True)
+class PluginExchange:
+    """An exchange nbgrader reaches through its configured plugin classes (c.ExchangeFactory), such
+    as the hub's course service: autograder runs nbgrader's own commands with them."""
+
+    classes: tuple          # ((operation, class name), ...)
+
+    def apply(self, c) -> None:
+        for op, cls in self.classes:
+            setattr(c.ExchangeFactory, op, cls)
+
+    def __str__(self) -> str:
+        return "the exchange nbgrader's configuration selects (" + dict(self.classes).get("collect", "?") + ")"
+
+
+def configured_exchange_factory(course_dir: Path | None = None) -> dict:
+    """nbgrader's ExchangeFactory settings (operation -> class name) as its configuration files
+    set them, in nbgrader's precedence; {} where none does (nbgrader's own folder exchange)."""
+    from jupyter_core.paths import jupyter_config_path
+
+    folders = ([Path(course_dir)] if course_dir else []) + [Path(p) for p in jupyter_config_path()]
+    out: dict = {}
+    for folder in reversed(folders):        # the lowest precedence first, overridden by the higher
+        try:
+            section = _load(folder / CONFIG_FILE).get("ExchangeFactory", {})
+        except Exception:   # an unreadable or broken config elsewhere is not ours to judge
+            continue
+        out.update({str(k): str(v) for k, v in section.items() if isinstance(v, str)})
+    return out
+
+
+def exchange_of(explicit: str | None = None, course_dir: Path | None = None, environ=None,
+                must_exist: bool = True) -> Path | PluginExchange:
+    """The exchange to use: a folder given (`explicit`, $AUTOGRADER_EXCHANGE), else the plugin
+    nbgrader's configuration selects (the hub's course service), else its Exchange.root."""
+    environ = os.environ if environ is None else environ
+    if not explicit and not environ.get("AUTOGRADER_EXCHANGE"):
+        plugin = configured_exchange_factory(course_dir)
+        if plugin.get("collect") and not plugin["collect"].startswith("nbgrader."):
+            return PluginExchange(tuple(sorted(plugin.items())))
+    return exchange_root(explicit, course_dir, environ, must_exist)
 
 
 def exchange_root(explicit: str | None = None, course_dir: Path | None = None, environ=None,

@@ -144,22 +144,31 @@ def insert_header(path: Path, header: str | None) -> None:
     nbformat.write(nb, str(path))
 
 
-def release_to_exchange(names: list[str], exchange: Path, release: Path = RELEASE, course_id: str = "roofline",
-                        source: Path = SOURCE) -> list[Path]:
-    """Copy released assignments into an nbgrader exchange (`nbgrader release_assignment`):
-    <exchange>/<course_id>/outbound/<assignment>/, where students' `nbgrader fetch_assignment`
-    finds them. The assignment is recorded in a throw-away gradebook (nbgrader checks it)."""
+def release_to_exchange(names: list[str], exchange, release: Path = RELEASE, course_id: str = "roofline",
+                        source: Path = SOURCE) -> list:
+    """Release assignments to an nbgrader exchange (`nbgrader release_assignment`): a folder
+    (<exchange>/<course_id>/outbound/<assignment>/, where students' `nbgrader fetch_assignment`
+    finds them) or the plugin nbgrader's configuration selects (autograder.locate.PluginExchange:
+    the hub's course service). The assignment is recorded in a throw-away gradebook (nbgrader
+    checks it)."""
     from nbgrader.api import Gradebook
     from nbgrader.apps import NbGraderAPI
 
+    from autograder.locate import PluginExchange
+
     ensure_tools_on_path()
-    exchange = Path(exchange)
-    exchange.mkdir(parents=True, exist_ok=True)
+    plugin = exchange if isinstance(exchange, PluginExchange) else None
+    if plugin is None:
+        exchange = Path(exchange)
+        exchange.mkdir(parents=True, exist_ok=True)
     out = []
     with tempfile.TemporaryDirectory(prefix="release-") as tmp:
         c = nbgrader_config(Path(tmp), source=str(Path(source).resolve()), release=str(Path(release).resolve()))
         c.CourseDirectory.course_id = course_id
-        c.Exchange.root = str(exchange)
+        if plugin is not None:
+            plugin.apply(c)
+        else:
+            c.Exchange.root = str(exchange)
         c.Exchange.assignment_dir = tmp
         c.ExchangeReleaseAssignment.force = True     # releasing again replaces the old copy
         api = NbGraderAPI(config=c)
@@ -170,7 +179,7 @@ def release_to_exchange(names: list[str], exchange: Path, release: Path = RELEAS
             if not result["success"]:
                 raise RuntimeError(f"nbgrader release_assignment {a} failed:\n{result.get('log', '')}\n"
                                    f"{result.get('error', '')}")
-            out.append(exchange / course_id / "outbound" / a)
+            out.append(f"{course_id}/{a} ({plugin})" if plugin is not None else exchange / course_id / "outbound" / a)
     return out
 
 

@@ -286,6 +286,37 @@ def _exchange_entries(inbound: Path, assignment: str, report: CollectReport):
             yield student, rel, data, info
 
 
+def _plugin_entries(course: Course, assignment: str, plugin, report: CollectReport):
+    """The latest submission of each student, as nbgrader's collect with the configured exchange
+    plugin (the hub's course service) writes them into a throw-away course folder: their
+    timestamp.txt is the exchange's (the service's clock; one in an upload is left out there)."""
+    from nbgrader.apps import NbGraderAPI
+
+    with tempfile.TemporaryDirectory(prefix="collect-") as tmp:
+        c = course.config()
+        c.CourseDirectory.root = tmp
+        c.CourseDirectory.course_id = COURSE_ID
+        c.CourseDirectory.db_url = f"sqlite:///{Path(tmp) / 'gradebook.db'}"
+        plugin.apply(c)
+        result = NbGraderAPI(config=c).collect(assignment, update=True)
+        if not result.get("success"):
+            raise SystemExit(f"collecting {assignment} from {plugin} failed:\n"
+                             f"{(result.get('error') or result.get('log') or '').strip()[-2000:]}")
+        submitted = Path(tmp) / "submitted"
+        for d in sorted(submitted.iterdir()) if submitted.is_dir() else []:
+            folder = d / assignment
+            if not folder.is_dir() or folder.is_symlink():
+                continue
+            stamp = folder / "timestamp.txt"
+            info = {"timestamp": stamp.read_text(errors="replace").strip() if stamp.is_file() else None,
+                    "exchange": True}
+            files, refused = walk(folder, MAX_FILE, MAX_TOTAL, skip=IGNORED | {".ipynb_checkpoints"})
+            for rel, why in refused:
+                report.problem(d.name, rel, why)
+            for rel, data in files:
+                yield d.name, rel, data, info
+
+
 def _user_name(uid: int) -> str:
     import pwd
 
@@ -528,10 +559,12 @@ def _entries_of(course: Course, assignment: str, source: Path | None, exchange: 
                 from_exchange: bool, report: CollectReport):
     """The (student, path, bytes, info) entries of the exchange, a zip or a folder."""
     if from_exchange:
-        from autograder.locate import exchange_root
+        from autograder.locate import PluginExchange, exchange_of
 
-        root = exchange_root(str(exchange) if exchange else None, course.root)
-        return _exchange_entries(root / COURSE_ID / "inbound", assignment, report)
+        where = exchange_of(str(exchange) if exchange else None, course.root)
+        if isinstance(where, PluginExchange):
+            return _plugin_entries(course, assignment, where, report)
+        return _exchange_entries(where / COURSE_ID / "inbound", assignment, report)
     elif source is None:
         raise SystemExit(f"name a folder or zip to collect from: {SOURCES}")
     source = Path(source)

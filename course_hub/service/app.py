@@ -30,12 +30,14 @@ class HomeHandler(web.RequestHandler):
 
 
 def make_app(store: Path, auth, service: str = "course", is_instructor=lambda user: False, *,
-             rate: limits.Rate | None = None, answer_key: bool = False, secret: bytes | None = None) -> web.Application:
+             rate: limits.Rate | None = None, answer_key: bool = False, secret: bytes | None = None,
+             secret_file: Path | None = None) -> web.Application:
     """The tornado application over the folder `store` (the ledger in store/ledger, the exchange
     in store/exchange); `auth` identifies a token (jupyterhub.services.auth.HubAuth or a stand-in
     with an async user_for_token(token, sync=False)); `is_instructor(user)` says who may read and
     collect every student's; `answer_key`: answer reveals (this process's course_lib must hold
-    the solvers) with the variant `secret` (None: everyone the lesson's own numbers)."""
+    the solvers) with the variant `secret`, or the one in `secret_file` (read again when it
+    changes; neither: everyone the lesson's own numbers)."""
     store = Path(store)
     for sub in ("ledger", "exchange"):
         (store / sub).mkdir(mode=0o750, exist_ok=True)
@@ -51,7 +53,7 @@ def make_app(store: Path, auth, service: str = "course", is_instructor=lambda us
     if answer_key:
         from . import key
 
-        routes += key.routes(PREFIX, common, key.AnswerKey(events, secret))
+        routes += key.routes(PREFIX, common, key.AnswerKey(events, secret, secret_file))
     routes.append((PREFIX + r"/?", HomeHandler))
     return web.Application(routes)
 
@@ -102,17 +104,13 @@ def main(argv=None) -> None:
     p.add_argument("--instructors-group", default="", help="the Unix group whose members are the course's instructors")
     p.add_argument("--answer-key", action="store_true",
                    help="answer reveals: this interpreter's course_lib must hold the solvers (the instructors' copy)")
-    p.add_argument("--secret-file", default="", help="the course's variant secret (each student their own numbers), "
-                   "else $COURSE_VARIANT_SECRET; without either everyone gets the lesson's own")
+    p.add_argument("--secret-file", default="", help="the course's variant secret (each student their own numbers; "
+                   "read again when it changes); without it everyone gets the lesson's own")
     args = p.parse_args(argv)
     store = Path(args.store)
     if not store.is_dir() or not os.access(store, os.W_OK):
         raise SystemExit(f"{store}: expected a folder this service's user ({os.geteuid()}) can write")
-    secret = os.environ.pop("COURSE_VARIANT_SECRET", "").strip().encode() or None   # the hub passes it so
-    if args.secret_file:
-        secret = Path(args.secret_file).read_bytes().strip()
-    if secret is not None and len(secret) < 16:
-        raise SystemExit("the variant secret holds at least 16 bytes (python -m autograder variants --init-secret)")
+    secret_file = Path(args.secret_file) if args.secret_file else None
     if args.answer_key:
         _holds_the_key()
     _more_files()
@@ -121,7 +119,7 @@ def main(argv=None) -> None:
     group = args.instructors_group
     app = make_app(store, HubAuth(cache_max_age=60), service,
                    (lambda user: user in unix_group_members(group)) if group else (lambda user: False),
-                   answer_key=args.answer_key, secret=secret)
+                   answer_key=args.answer_key, secret_file=secret_file)
 
     async def serve():
         # The hub stops its services with SIGINT and waits 30 s before SIGTERM. A hub started where

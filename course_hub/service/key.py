@@ -45,9 +45,26 @@ class AnswerKey:
     """Truths for hub users: course_lib's solvers (this process's copy holds them) and the
     course's variant secret (None: everyone gets the lesson's own numbers)."""
 
-    def __init__(self, ledger: Store, secret: bytes | None = None):
-        self.ledger, self.secret = ledger, secret
+    def __init__(self, ledger: Store, secret: bytes | None = None, secret_file: Path | None = None):
+        self.ledger, self._secret, self.secret_file = ledger, secret, secret_file
+        self._seen = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="answer-key")
+
+    @property
+    def secret(self) -> bytes | None:
+        """The course secret: the one given, else `secret_file`'s (read again when it changes: the
+        hub hands it over when the admin adds it, without a restart); None: the lesson's numbers."""
+        if self.secret_file is None:
+            return self._secret
+        try:
+            st = Path(self.secret_file).stat()
+        except OSError:
+            return None
+        if self._seen != (st.st_mtime_ns, st.st_size):
+            data = Path(self.secret_file).read_bytes().strip()
+            self._secret = data if len(data) >= 16 else None
+            self._seen = (st.st_mtime_ns, st.st_size)
+        return self._secret
 
     # ---- what a request may ask -----------------------------------------------------------------
     def _question(self, qid: str):

@@ -64,10 +64,11 @@ class LimitedServer(HTTPServer):
     """tornado's HTTP server with the time-outs above and at most MAX_CONNECTIONS_PER_PEER open
     connections per peer (a connection beyond that is closed at once; others are not touched)."""
 
-    def __init__(self, app, max_per_peer: int = MAX_CONNECTIONS_PER_PEER, **kw):
+    # tornado's HTTPServer is set up in initialize() (its __init__ does nothing)
+    def initialize(self, app, max_per_peer: int = MAX_CONNECTIONS_PER_PEER, **kw):
         kw = {"idle_connection_timeout": HEADER_TIMEOUT, "body_timeout": BODY_TIMEOUT,
               "max_header_size": MAX_HEADER_BYTES, "max_body_size": MAX_BODY_BYTES, **kw}
-        super().__init__(app, **kw)
+        super().initialize(app, **kw)
         self.max_per_peer = max_per_peer
         self.open_per_peer: dict[str, int] = {}
 

@@ -164,6 +164,7 @@ def open_the_course(spawner):
         os.chown(folder, user.pw_uid, user.pw_gid, follow_symlinks=False)
     spawner.default_url = "/lab/tree/" + site["course_id"]
     spawner.environment = {**spawner.environment, **variant_env(name)}
+    hand_the_service_the_secret()          # the truths the service shows are of this student's numbers
     if site.get("student_site"):
         # the students' copy of course_lib, without the answer key (the environment's own is
         # readable only by the instructors and the course service): verify cells ask the service
@@ -183,25 +184,42 @@ c.Spawner.pre_spawn_hook = open_the_course
 LEDGER = site.get("ledger") or {}
 
 
-def _service_secret() -> dict:
+def hand_the_service_the_secret() -> None:
+    """The course secret, copied where the course service (its own user) reads it: at start and
+    at every spawn, so a secret the admin adds reaches the service without a restart."""
+    if not LEDGER:
+        return
+    target = os.path.join(LEDGER["dir"], "variant-secret")
     try:
         with open(VARIANT_SECRET, "rb") as f:
-            return {"COURSE_VARIANT_SECRET": f.read().strip().decode()}
-    except (OSError, UnicodeDecodeError):
-        return {}
+            secret = f.read()
+    except OSError:
+        return
+    try:
+        with open(target, "rb") as f:
+            if f.read() == secret:
+                return
+    except OSError:
+        pass
+    service = pwd.getpwnam(LEDGER["user"])
+    fd = os.open(target + ".new", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o400)
+    with os.fdopen(fd, "wb") as f:
+        f.write(secret)
+    os.chown(target + ".new", service.pw_uid, service.pw_gid)
+    os.chmod(target + ".new", 0o400)
+    os.replace(target + ".new", target)
 
 
 if LEDGER:
-    LEDGER_SERVICE = "prediction-ledger"
+    hand_the_service_the_secret()
+    LEDGER_SERVICE = "course"
     c.JupyterHub.services.append({
         "name": LEDGER_SERVICE, "url": LEDGER["url"], "user": LEDGER["user"], "cwd": LEDGER["dir"],
         "display": False,
         "command": [os.path.join(ENV, "bin", "python"), "-m", "course_hub.service", "--store", LEDGER["dir"],
                     "--instructors-group", site["instructors_group"]]
-                   + (["--answer-key"] if site.get("student_site") else []),
-        # the course secret (each student's own numbers) for the service only: its environment is
-        # readable by its own user and root alone
-        "environment": _service_secret(),
+                   + (["--answer-key", "--secret-file", os.path.join(LEDGER["dir"], "variant-secret")]
+                      if site.get("student_site") else []),
     })
     # users (and the token their server and kernels hold) may call the ledger; by default a user's
     # token reaches no service

@@ -27,6 +27,9 @@
 # See deploy/jupyterhub/README.md.
 set -euo pipefail
 umask 022
+# the caller's Python settings must not decide what the environment imports (a PYTHONPATH to a
+# checkout would put that checkout's course_lib before the environment's)
+unset PYTHONPATH PYTHONHOME PYTHONSTARTUP PYTHONUSERBASE
 
 KIT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 SRC="$(cd "$KIT/../.." && pwd)"          # the course checkout this script belongs to
@@ -52,6 +55,7 @@ LEDGER_URL=http://127.0.0.1:8790        # where the ledger service listens (loop
 LEDGER_USER=roofline-ledger             # the system user the service runs as: the only writer
 KEY_GROUP=roofline-key                  # who may read the answer key (course_lib's solvers): instructors, the service
 LEDGER=yes
+SERVICE_EXCHANGE=yes                    # the course service is the nbgrader exchange (no: the folder EXCHANGE)
 INSTRUCTORS=()
 STUDENTS=()
 # nbgrader's instructor side: off for everyone, on for instructors; autograder.outputs.formgrader_csp serves
@@ -88,6 +92,8 @@ usage: sudo $0 [options]
                                                                      (default $KEY_GROUP)
   --no-ledger              no course service: no prediction ledger (grading then says "not
                            vouched") and the answer key in students' kernels
+  --exchange-folder        nbgrader's own folder exchange (EXCHANGE) instead of the course
+                           service's (which needs the service: not with --no-ledger)
   --no-service             do not install the systemd unit
 EOF
 }
@@ -150,7 +156,8 @@ while [[ $# -gt 0 ]]; do
         --ledger-url) LEDGER_URL="$2"; shift 2 ;;
         --ledger-user) LEDGER_USER="$2"; shift 2 ;;
         --key-group) KEY_GROUP="$2"; shift 2 ;;
-        --no-ledger) LEDGER=no; shift ;;
+        --no-ledger) LEDGER=no; SERVICE_EXCHANGE=no; shift ;;
+        --exchange-folder) SERVICE_EXCHANGE=no; shift ;;
         --no-service) SERVICE=no; shift ;;
         -h|--help) usage; exit 0 ;;
         *) usage >&2; die "unknown option $1" ;;
@@ -228,19 +235,20 @@ else
 fi
 if [[ "$LEDGER" == yes && "$(cat "$STUDENT_SITE/.roofline-stamp" 2>/dev/null)" != "$stamp" ]]; then
     say "writing the students' copy of course_lib, without the answer key, to $STUDENT_SITE"
-    "$ENV/bin/python" -m autograder.authoring.student_build "$STUDENT_SITE" >> "$PREFIX/pip.log" 2>&1 \
+    (cd / && "$ENV/bin/python" -m autograder.authoring.student_build "$STUDENT_SITE") >> "$PREFIX/pip.log" 2>&1 \
         || { tail -n 30 "$PREFIX/pip.log" >&2; die "the students' copy failed (see $PREFIX/pip.log)"; }
     echo "$stamp" > "$STUDENT_SITE/.roofline-stamp"
 fi
 chmod -R go+rX,go-w "$PREFIX"
 # The answer key: the environment's course_lib only for KEY_GROUP (instructors and the service);
 # everyone else imports the students' copy. Done again on every run (pip and chmod above reopen it).
-KEY_SITE="$("$ENV/bin/python" -c 'import course_lib, os; print(os.path.dirname(course_lib.__file__))')"
+# (from /: `python -c` imports from the working directory first, which may be a checkout)
+KEY_SITE="$(cd / && "$ENV/bin/python" -c 'import course_lib, os; print(os.path.dirname(course_lib.__file__))')"
 if [[ "$LEDGER" == yes ]]; then
     getent group "$KEY_GROUP" >/dev/null || groupadd --system "$KEY_GROUP"
     chgrp "$KEY_GROUP" "$KEY_SITE"
     chmod 0750 "$KEY_SITE"
-    runuser -u nobody -- env PYTHONPATH="$STUDENT_SITE" "$ENV/bin/python" -c "
+    (cd / && runuser -u nobody -- env PYTHONPATH="$STUDENT_SITE" "$ENV/bin/python" -c "
 import course_lib, nbgrader, jupyterhub
 from course_lib.questions import all_questions
 from course_lib.questions.key import KeyHeld
@@ -250,20 +258,20 @@ try:
 except KeyHeld:
     pass
 else:
-    raise SystemExit('the students copy of course_lib solves ' + q.id)" \
+    raise SystemExit('the students copy of course_lib solves ' + q.id)") \
         || die "$ENV with $STUDENT_SITE is not usable by other users, or holds the answer key (is $PYTHON under a private directory? pass --python)"
-    if runuser -u nobody -- "$ENV/bin/python" -c "import course_lib.questions" 2>/dev/null; then
+    if (cd / && runuser -u nobody -- "$ENV/bin/python" -c "import course_lib.questions" 2>/dev/null); then
         die "$KEY_SITE is readable by everyone: the answer key would be in students' kernels"
     fi
 else
     chmod 0755 "$KEY_SITE"
-    runuser -u nobody -- "$ENV/bin/python" -c "import course_lib, nbgrader, jupyterhub" \
+    (cd / && runuser -u nobody -- "$ENV/bin/python" -c "import course_lib, nbgrader, jupyterhub") \
         || die "$ENV is not usable by other users (is $PYTHON under a private directory? pass --python)"
 fi
 
 # ---- 4. nbgrader for everyone; instructor-side extensions off ----------------------------------------
 mkdir -p "$ENV/etc/jupyter/jupyter_server_config.d" "$ENV/etc/jupyter/labconfig"
-sed -e "s|@EXCHANGE@|$EXCHANGE|g" -e "s|@COURSE_ID@|$COURSE_ID|g" \
+sed -e "s|@EXCHANGE@|$EXCHANGE|g" -e "s|@COURSE_ID@|$COURSE_ID|g" -e "s|@SERVICE_EXCHANGE@|$SERVICE_EXCHANGE|g" \
     "$KIT/nbgrader_config.student.py" > "$ENV/etc/jupyter/nbgrader_config.py"
 # Students keep Validate and the Assignment List; the Formgrader, Create Assignment and Courses
 # (instructor tools) are switched off for everyone here and back on for each instructor (step 6).

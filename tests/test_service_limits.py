@@ -1,0 +1,149 @@
+"""The course service survives its students (issue 30, item 4): one student's flood of idle
+connections, requests or bytes is refused alone, and another student's commit still goes through.
+The flooder runs as another Unix user where the test can make one (root); the service tells
+peers apart by the uid owning the other end of a loopback connection."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+import requests
+
+from autograder.integrity import ledger as G
+from course_hub.service import ledger as S
+from course_hub.service import limits
+from course_lib import ledger as L
+from course_lib.exercises import predictions as P
+from service_thread import running
+
+SERVICE = "course"
+ACCESS = [f"access:services!service={SERVICE}"]
+TOKENS = {"tok-ann": {"kind": "user", "name": "ann", "scopes": ACCESS},
+          "tok-eve": {"kind": "user", "name": "eve", "scopes": ACCESS}}
+ROOT = os.geteuid() == 0
+NOBODY = 65534
+
+
+def commit(url: str, token: str = "tok-ann", timeout: float = 10) -> requests.Response:
+    e = P.make_event([], "hello_q1", "commit", {"q1_x": 2.0}, "because", t="2026-11-26T10:00:00.000Z")
+    return requests.post(f"{url}/events", data=json.dumps(L.payload(e, __import__("pathlib").Path("lesson"))),
+                         headers={"Authorization": f"token {token}"}, timeout=timeout)
+
+
+FLOOD = r"""
+import encodings.idna, os, socket, sys, time     # imported before the interpreter's files may be out of reach
+os.setgid(65534); os.setuid(65534)
+port, n = int(sys.argv[1]), int(sys.argv[2])
+held, refused = [], 0
+for _ in range(n):
+    s = socket.create_connection(("127.0.0.1", port))
+    held.append(s)
+time.sleep(1.0)
+for s in held:                      # the server closes what it refuses: a read returns b""
+    s.setblocking(False)
+    try:
+        refused += s.recv(1) == b""
+    except BlockingIOError:
+        pass
+print("REFUSED", refused, flush=True)
+sys.stdin.read()                    # hold the rest open until the test is done
+"""
+
+
+@pytest.mark.skipif(not ROOT, reason="needs root, to flood from another Unix user (nobody)")
+def test_a_flood_of_idle_connections_from_one_user_leaves_another_s_commit_alone(tmp_path):
+    store = tmp_path / "store"
+    store.mkdir()
+    with running(store, TOKENS, SERVICE) as url:
+        port = int(url.rsplit(":", 1)[1])
+        flood = subprocess.Popen([sys.executable, "-c", FLOOD, str(port), "300"], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True)
+        try:
+            line = flood.stdout.readline()
+            refused = int(line.split()[1])
+            # the flooder holds its own share, no more; the rest were closed at once
+            assert refused == 300 - limits.MAX_CONNECTIONS_PER_PEER, line
+            t0 = time.monotonic()
+            r = commit(url)
+            assert r.status_code == 201, r.text
+            assert time.monotonic() - t0 < 5
+        finally:
+            flood.stdin.close()
+            flood.wait(10)
+
+
+@pytest.mark.skipif(not ROOT, reason="needs root, to connect as another Unix user (nobody)")
+def test_the_service_tells_peers_apart_by_the_uid_of_a_loopback_connection():
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    client = subprocess.Popen([sys.executable, "-c",
+                               "import encodings.idna, os, socket, sys\nos.setuid(65534)\n"
+                               f"s = socket.create_connection(('127.0.0.1', {port}))\nsys.stdin.read()"],
+                              stdin=subprocess.PIPE)
+    try:
+        conn, address = server.accept()
+        assert limits.loopback_uid(address, conn.getsockname()) == NOBODY
+        mine = socket.create_connection(("127.0.0.1", port))
+        conn2, address2 = server.accept()
+        assert limits.loopback_uid(address2, conn2.getsockname()) == os.geteuid()
+        mine.close(), conn.close(), conn2.close()
+    finally:
+        client.stdin.close()
+        client.wait(10)
+        server.close()
+
+
+def test_an_idle_connection_is_closed_after_the_header_time_out(tmp_path, monkeypatch):
+    monkeypatch.setattr(limits, "HEADER_TIMEOUT", 1)
+    store = tmp_path / "store"
+    store.mkdir()
+    with running(store, TOKENS, SERVICE) as url:
+        s = socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1])))
+        s.settimeout(5)
+        t0 = time.monotonic()
+        assert s.recv(1) == b""                          # closed by the server, not by us
+        assert time.monotonic() - t0 < 4
+        s.close()
+        assert commit(url).status_code == 201
+
+
+def test_a_student_over_the_request_rate_is_refused_alone(tmp_path):
+    store = tmp_path / "store"
+    store.mkdir()
+    with running(store, TOKENS, SERVICE, rate=limits.Rate(per_second=1, burst=5)) as url:
+        codes = [commit(url, "tok-eve").status_code for _ in range(8)]
+        assert codes[:5] == [201] * 5 and 429 in codes[5:], codes
+        r = commit(url, "tok-eve")
+        assert r.status_code == 429 and "too many requests from eve" in r.json()["error"]
+        assert commit(url, "tok-ann").status_code == 201      # another student is not slowed
+
+
+def test_a_student_at_their_quota_is_refused_alone_and_the_class_is_still_graded(tmp_path, monkeypatch):
+    monkeypatch.setattr(S, "MAX_USER_BYTES", 4096)
+    monkeypatch.setattr(G, "MAX_USER_BYTES", 4096)
+    store = tmp_path / "store"
+    store.mkdir()
+    with running(store, TOKENS, SERVICE) as url:
+        codes = [commit(url, "tok-eve").status_code for _ in range(40)]
+        assert 429 in codes, codes
+        assert commit(url, "tok-ann").status_code == 201
+    # every student at their quota together is more than any one may hold: the grader still reads all
+    ledger = store / "ledger"
+    for i in range(6):
+        (ledger / f"s{i}.jsonl").write_bytes((ledger / "eve.jsonl").read_bytes().replace(b'"user":"eve"',
+                                                                                        f'"user":"s{i}"'.encode()))
+    total = sum(f.stat().st_size for f in ledger.glob("*.jsonl"))
+    assert total > 6 * S.MAX_USER_BYTES * 0.7
+    loaded = G.load(str(store), None)
+    assert sorted(loaded) == ["ann", "eve", *[f"s{i}" for i in range(6)]]
+    # one file over what the service stores for a user is no ledger: said, not silently cut
+    (ledger / "s0.jsonl").write_bytes(b"x" * 5000)
+    with pytest.raises(G.LedgerUnavailable, match="s0.jsonl holds more than"):
+        G.load(str(store))
