@@ -147,3 +147,16 @@ def test_a_student_at_their_quota_is_refused_alone_and_the_class_is_still_graded
     (ledger / "s0.jsonl").write_bytes(b"x" * 5000)
     with pytest.raises(G.LedgerUnavailable, match="s0.jsonl holds more than"):
         G.load(str(store))
+
+
+def test_a_connection_closed_is_given_back_to_its_peer(tmp_path):
+    """Each request on its own connection, many more than one peer may hold at once: every one
+    served (a peer's count goes down as its connections close)."""
+    store = tmp_path / "store"
+    store.mkdir()
+    with running(store, TOKENS, SERVICE) as url:
+        codes = []
+        for _ in range(3 * limits.MAX_CONNECTIONS_PER_PEER):
+            with requests.Session() as s:      # a new connection each time
+                codes.append(s.get(f"{url}/events", headers={"Authorization": "token tok-ann"}, timeout=10).status_code)
+        assert codes == [200] * len(codes), codes

@@ -71,6 +71,7 @@ class LimitedServer(HTTPServer):
         super().initialize(app, **kw)
         self.max_per_peer = max_per_peer
         self.open_per_peer: dict[str, int] = {}
+        self._peer_of: dict[int, str] = {}
 
     def handle_stream(self, stream, address):
         key = peer_key(stream, address)
@@ -78,16 +79,19 @@ class LimitedServer(HTTPServer):
             stream.close()
             return
         self.open_per_peer[key] = self.open_per_peer.get(key, 0) + 1
+        # (tornado's connection takes the stream's one close callback: counted down in on_close)
+        self._peer_of[id(stream)] = key
+        super().handle_stream(stream, address)
 
-        def closed():
+    def on_close(self, server_conn) -> None:
+        key = self._peer_of.pop(id(getattr(server_conn, "stream", None)), None)
+        if key is not None:
             left = self.open_per_peer.get(key, 1) - 1
-            if left:
+            if left > 0:
                 self.open_per_peer[key] = left
             else:
                 self.open_per_peer.pop(key, None)
-
-        stream.set_close_callback(closed)
-        super().handle_stream(stream, address)
+        super().on_close(server_conn)
 
 
 class Rate:
