@@ -448,6 +448,13 @@ case \":\$PATH:\" in
     *\":$ENV/bin:\"*) ;;
     *) PATH=\"$ENV/bin:\$PATH\"; export PATH ;;
 esac"
+if [[ "$LEDGER" == yes ]]; then
+    # as in a student's server: everyone but the key's group imports the copy without the answer key
+    profile+="
+if ! id -nG 2>/dev/null | tr ' ' '\\n' | grep -qx '$KEY_GROUP'; then
+    PYTHONPATH=\"$STUDENT_SITE\"; export PYTHONPATH
+fi"
+fi
 if [[ "$(cat "$PROFILE_D" 2>/dev/null)" != "$profile" ]]; then
     printf '%s\n' "$profile" > "$PROFILE_D"
     chmod 0644 "$PROFILE_D"
