@@ -6,7 +6,6 @@ each call with that user's environment (COURSE_SERVICE_URL, JUPYTERHUB_API_TOKEN
 student tries with their own token over plain HTTP, and the archives a hostile client sends."""
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import gzip
 import io
@@ -16,7 +15,6 @@ import re
 import socket
 import stat
 import tarfile
-import threading
 import zipfile
 from pathlib import Path
 
@@ -31,7 +29,8 @@ from nbgrader.utils import parse_utc
 from traitlets.config import Config
 
 from course_hub import archives, nbexchange
-from course_hub.service import app as A, exchange as X
+from course_hub.service import exchange as X
+from service_thread import running
 
 SERVICE = "course"
 ACCESS = [f"access:services!service={SERVICE}"]
@@ -44,17 +43,6 @@ TOKENS = {
 USERS = {"teacher": "tok-teacher", "ann": "tok-ann", "bob": "tok-bob"}
 COURSE, ASSIGNMENT = "roofline", "ps1"
 EPOCH = dt.datetime(2031, 3, 4, 10, 0, 0, 123456, tzinfo=dt.timezone.utc)   # the service's clock, not the client's
-
-
-class FakeHubAuth:
-    async def user_for_token(self, token, sync=True):
-        return TOKENS.get(token)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -75,27 +63,8 @@ def service(tmp_path, clock):
     """The course service on 127.0.0.1 in a thread: (its URL, its exchange folder)."""
     store = tmp_path / "store"
     store.mkdir()
-    port = _free_port()
-    loop = asyncio.new_event_loop()
-    app = A.make_app(store, FakeHubAuth(), SERVICE, is_instructor=lambda user: user == "teacher")
-    started = threading.Event()
-
-    def run():
-        asyncio.set_event_loop(loop)
-
-        async def start():
-            app.listen(port, address="127.0.0.1", max_body_size=40 << 20)
-            started.set()
-
-        loop.run_until_complete(start())
-        loop.run_forever()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    assert started.wait(10)
-    yield f"http://127.0.0.1:{port}/services/{SERVICE}", store / "exchange"
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(10)
+    with running(store, TOKENS, SERVICE, instructors={"teacher"}) as url:
+        yield f"{url}/services/{SERVICE}", store / "exchange"
 
 
 class Term:
