@@ -159,6 +159,20 @@ def q3(chip, prompt):
         work=work)
 
 
+def _bytes_decide(gpus, prompt) -> str | None:
+    """Why a variant of Q4 would hinge on the ring's assumed per-hop latency (an order of
+    magnitude, not a measurement) rather than the bytes: the ring comes out at most 10% slower
+    than NVLS, or faster. None where the bytes decide."""
+    from ..topology import allreduce_seconds, allreduce_time
+
+    m, hw = _setting()
+    nbytes = prompt * m.config.d_model * 2
+    ratio = allreduce_seconds(nbytes, gpus, hw.interconnect_bandwidth_si, hw.link_latency_si) / \
+        allreduce_time(hw, nbytes, gpus)
+    return (f"ring / NVLS = {ratio:.2f}: the ring's assumed hop latency, not the bytes, would decide"
+            if ratio < 1.1 else None)
+
+
 # ---- Q4 -----------------------------------------------------------------------------------------
 @question("scale_q4", rule="prediction", reflection=1,
           specs={"q4_ratio": Ratio(rel_tol=0.05), "q4_reasoning": Reason()},
@@ -166,7 +180,8 @@ def q3(chip, prompt):
           # the ratio moves slowly with the prompt; larger prompts sit within the tolerance of the
           # bytes-alone mistake 2(N-1)/N
           space={"gpus": [4, 8], "prompt": [1024, 2048, 3072]},
-          labels={"gpus": "{value} H100s", "prompt": "prompt {value} tokens"})
+          labels={"gpus": "{value} H100s", "prompt": "prompt {value} tokens"},
+          assumes=lambda gpus, prompt: _bytes_decide(gpus, prompt))
 def q4(gpus, prompt):
     from ..topology import allreduce_seconds, allreduce_time
 
