@@ -25,3 +25,5 @@ MISTAKES = {
                             'q5_reasoning = "Tensor parallelism reads an eighth of the weights per GPU at once."\n'),
     ],
 }
+
+WRONG = {gid: cases[0][1] for gid, cases in MISTAKES.items()}
