@@ -65,7 +65,8 @@ class Hardware(metaclass=ZooMeta):
     def _init(self, *, name, peaks, bandwidth, capacity, link_bandwidth, link_latency,
               tdp, year, vendor, sources, key, interconnect=None, capacity_datasheet=None,
               link_max_gpus=None, fallback_link=None, fallback_link_bandwidth=None,
-              link_topology=None, link_count=None, link_reduction=False):
+              link_topology=None, link_count=None, link_reduction=False,
+              allreduce_latency=None, link_usable_bandwidth=None):
         for p, v in peaks.items():
             if not v > 0:
                 raise ValueError(f"peak_flops[{p!r}] must be positive, got {v}.")
@@ -97,6 +98,9 @@ class Hardware(metaclass=ZooMeta):
         self.interconnect_links = link_count
         # a switch that sums the GPUs' data itself (NVLink SHARP): course_lib.topology
         self.interconnect_reduction = bool(link_reduction)
+        # measured small-message AllReduce time, usable per-link bandwidth (course_lib.topology)
+        self.allreduce_latency_si = None if allreduce_latency is None else float(allreduce_latency)
+        self.interconnect_link_usable_bandwidth_si = link_usable_bandwidth
 
     @classmethod
     def _from_spec(cls, key, spec, assumptions=None):
@@ -122,6 +126,8 @@ class Hardware(metaclass=ZooMeta):
             fallback_link_bandwidth=spec.get("fallback_interconnect_bandwidth"),
             link_topology=spec.get("interconnect_topology"), link_count=spec.get("interconnect_links"),
             link_reduction=spec.get("interconnect_reduction", False),
+            allreduce_latency=spec.get("allreduce_latency"),
+            link_usable_bandwidth=spec.get("interconnect_link_usable_bandwidth"),
         )
         return hw
 

@@ -27,6 +27,11 @@ Conventions (read these before using a number):
   link (PCIe-only cards, SoCs, CPUs).
 * ``link_latency`` is an order-of-magnitude per-hop latency in seconds; vendors do not
   publish one, so it is an assumption and its source says so.
+* ``allreduce_latency``: the time of one small AllReduce (the alpha of alpha-beta: launch,
+  protocol, synchronization), where a cited nccl-tests sweep measured it; it replaces the
+  per-hop assumption for that chip (``course_lib.topology``). Absent: hops x ``link_latency``.
+* ``interconnect_link_usable_bandwidth``: per link and direction, what the vendor says a link
+  really carries where its own material gives a figure below the line rate (MI300X xGMI).
 * ``tdp`` in watts; ``None`` where the vendor publishes none.
 * ``interconnect_max_gpus``: how many GPUs the scale-up link joins, where it is fewer than a
   server holds (the H100 PCIe's NVLink bridge joins pairs); beyond it they talk over
@@ -55,6 +60,14 @@ _NVLS_SRC = ("NVIDIA NVLink SHARP (NVLS): the NVSwitch chips of HGX H100/H200 (t
              "and HGX B200 (fourth) reduce in the switch; NCCL uses it for AllReduce by default "
              "(NCCL maintainer, NVIDIA/nccl-tests issue #212: 'allreduce uses NVLink SHARP by "
              "default'). The A100's and V100's NVSwitch cannot reduce")
+
+_NVLS_ALLREDUCE_LATENCY_SRC = (
+    "Measured, not a datasheet figure: nccl-tests AllReduce (NVLS) on 8 NVSwitch-connected H200 "
+    "SXM (Azure ND H200 v5, NCCL 2.20.5; course_lib.measurements): 1 KiB to 512 KiB take 30-31 us, "
+    "the bandwidth term under 1.2 us of it. The 1 KiB row prints busbw 0.06 GB/s: t = 1024 x 1.75 / "
+    "0.06e9 = 29.9 us, and 27.6 us at the top of its rounding (0.065); 27.5 us is taken, so no "
+    "printed row is faster than the model. HGX H100 has the same third-generation NVSwitch and "
+    "NVLink 4, so the H100 takes the H200's figure")
 
 _NVLINK_LATENCY_SRC = (
     "Not a datasheet figure: order of magnitude (~1 us) of GPU-to-GPU peer latency as "
@@ -186,6 +199,7 @@ SPECS = {
         "interconnect": "NVLink 4",
         "interconnect_topology": "switch",
         "interconnect_reduction": True,
+        "allreduce_latency": 27.5e-6,
         "link_latency": 1e-6,
         "tdp": 700,
         "sources": {
@@ -207,6 +221,7 @@ SPECS = {
                                       "per-direction = 450 GB/s",
             "interconnect_topology": _NVSWITCH_SRC,
             "interconnect_reduction": _NVLS_SRC,
+            "allreduce_latency": _NVLS_ALLREDUCE_LATENCY_SRC,
             "link_latency": _NVLINK_LATENCY_SRC,
             "tdp": "NVIDIA H100 Tensor Core GPU datasheet (2023), SXM: max TDP up to 700 W "
                    "(configurable)",
@@ -274,6 +289,7 @@ SPECS = {
         "interconnect": "NVLink 4",
         "interconnect_topology": "switch",
         "interconnect_reduction": True,
+        "allreduce_latency": 27.5e-6,
         "link_latency": 1e-6,
         "tdp": 700,
         "sources": {
@@ -293,6 +309,7 @@ SPECS = {
                                       "per-direction = 450 GB/s",
             "interconnect_topology": _NVSWITCH_SRC,
             "interconnect_reduction": _NVLS_SRC,
+            "allreduce_latency": _NVLS_ALLREDUCE_LATENCY_SRC,
             "link_latency": _NVLINK_LATENCY_SRC,
             "tdp": "NVIDIA H200 Tensor Core GPU datasheet (2024), SXM: max TDP up to 700 W",
         },
@@ -355,6 +372,7 @@ SPECS = {
         "interconnect": "Infinity Fabric (xGMI), 7 links",
         "interconnect_topology": "mesh",
         "interconnect_links": 7,
+        "interconnect_link_usable_bandwidth": 48e9,
         "interconnect_max_gpus": 8,
         "link_latency": 1e-6,
         "tdp": 750,
@@ -375,7 +393,11 @@ SPECS = {
             "interconnect_topology": "AMD Instinct MI300X platform (8 OAM modules on a UBB): the "
                                      "7 xGMI links of each GPU go one to each of the other 7, a "
                                      "fully connected point-to-point mesh without a switch; a "
-                                     "pair shares one 64 GB/s link, a group of N uses N-1",
+                                     "pair shares one link (48 GB/s usable), a group of N uses N-1",
+            "interconnect_link_usable_bandwidth": "AMD ROCm blog, 'Understanding RCCL Bandwidth and "
+                                                  "xGMI Performance on AMD Instinct MI300X' (2025-03-02): "
+                                                  "each xGMI link is rated 64 GB/s, and CRC and protocol "
+                                                  "overhead leave about 48 GB/s usable per link (75%)",
             "link_latency": "Not a datasheet figure: order-of-magnitude (~1 us) assumption "
                             "for GPU-to-GPU peer latency over xGMI, as for NVLink",
             "tdp": "AMD Instinct MI300X datasheet (2023): 750 W peak board power",
@@ -472,10 +494,13 @@ SPECS = {
                                       "'Interchip Interconnect BW 1600 Gbps' = 200 GB/s, "
                                       "the same figure one way); divided by 2 for "
                                       "per-direction = 200 GB/s, summed over 4 ICI ports",
-            "interconnect_topology": "Google Cloud TPU docs, 'TPU v5e': chips of a slice are "
-                                     "joined in a 2D torus, 4 ICI ports per chip (+x, -x, +y, -y); "
-                                     "a ring along one dimension sends on two of them, 100 of the "
-                                     "200 GB/s per direction",
+            "interconnect_topology": "Google Cloud TPU docs, 'TPU v5e': 4 ICI ports per "
+                                     "chip (+x, -x, +y, -y) in a 2D mesh; slices are 2D (v5litepod-4 "
+                                     "is 2x2, -8 is 2x4, -16 4x4) and only a full pod closes the "
+                                     "torus, so a TP group of 4 or 8 spans both axes without "
+                                     "wraparound: its corner chips have two neighbours, and a ring "
+                                     "through the slice sends on two ports, 100 of the 200 GB/s "
+                                     "per direction (a pair of neighbours: one port)",
             "link_latency": "Not published by Google: order-of-magnitude (~1 us) "
                             "assumption for one ICI hop including software overhead",
             "tdp": "Google publishes no per-chip TDP for TPU v5e, so None",

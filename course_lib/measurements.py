@@ -130,36 +130,47 @@ def _gemm():
     ]
 
 
+_AZURE_H200 = ("Azure/AI-benchmarking-guide, Azure_Results/ND_H200_v5_results.md, 'NCCL Bandwidth' "
+               "table (commit 7f20e5f)")
+#: its sweep, 1 KiB to 8 GiB in powers of 2 (labels '1K' ... '65K', '132K' ... '8G'), bus bandwidth GB/s
+_AZURE_H200_BUSBW = (0.06, 0.12, 0.23, 0.47, 0.93, 1.84, 3.72, 7.39, 14.75, 29.38, 52.96, 88.78,
+                     138.44, 181.94, 240.41, 300.91, 368.11, 412.45, 432.24, 442.72, 467.58, 472.57,
+                     477.41, 479.98)
+_NCCL_1161 = "NVIDIA/nccl issue #1161 (the same report as NVIDIA/nccl-tests issue #194), 2024-01-27"
+#: its out-of-place rows: bytes, time in us, busbw GB/s
+_NCCL_1161_ROWS = ((1073741824, 9306.7, 115.37), (2147483648, 18535, 115.86), (4294967296, 36943, 116.26))
+
+
 def _allreduce():
     # nccl-tests report an AllReduce's time as bus bandwidth, busbw = S/t * 2(n-1)/n
     # (NVIDIA/nccl-tests doc/PERFORMANCE.md); allreduce_seconds turns it back into t
-    return [
+    rows = [
         Measurement(kind="allreduce", hardware="H200", model=None, precision="fp32", batch_size=1,
-                    tp=8, quantity="bus_bandwidth", value=479.98e9,
+                    tp=8, quantity="bus_bandwidth", value=busbw * 1e9,
                     setting=("nccl-tests AllReduce over the 8 NVSwitch-connected H200 SXM of an Azure "
                              "ND H200 v5 VM, NCCL 2.20.5, NVLS algorithm (NVLink SHARP), in-place, "
-                             "largest message of the sweep ('8G' in the table: 8 GiB), bus bandwidth "
-                             "479.98 GB/s"),
-                    source=("Azure/AI-benchmarking-guide, Azure_Results/ND_H200_v5_results.md, "
-                            "'NCCL Bandwidth' table (commit 7f20e5f)"),
-                    shape=(8 * 2**30,)),
+                             f"{2**(10 + i):,} bytes, bus bandwidth {busbw} GB/s"),
+                    source=_AZURE_H200, shape=(2**(10 + i),))
+        for i, busbw in enumerate(_AZURE_H200_BUSBW)
+    ]
+    rows += [
         Measurement(kind="allreduce", hardware="H100_PCIe", model=None, precision="fp32", batch_size=1,
-                    tp=2, quantity="bus_bandwidth", value=116.26e9,
+                    tp=2, quantity="bus_bandwidth", value=busbw * 1e9,
                     setting=("nccl-tests all_reduce_perf -b 1G -e 8G -f 2 -g 2 on two H100 PCIe joined "
                              "by an NVLink bridge (NCCL: P2P/direct pointer), float sum, out-of-place, "
-                             "4294967296 bytes: 36943 us, busbw 116.26 GB/s; the reporter found it "
+                             f"{nbytes} bytes: {us} us, busbw {busbw} GB/s; the reporter found it "
                              "lower than on A100 SXM4"),
-                    source=("NVIDIA/nccl issue #1161 (the same report as NVIDIA/nccl-tests issue #194), "
-                            "2024-01-27"),
-                    shape=(4294967296,)),
+                    source=_NCCL_1161, shape=(nbytes,))
+        for nbytes, us, busbw in _NCCL_1161_ROWS
     ]
+    return rows
 
 
 def allreduce_seconds(row: Measurement) -> float:
     """The measured time of one AllReduce from an "allreduce" row: nccl-tests' bus bandwidth
     is busbw = S/t * 2(n-1)/n, so t = S * 2(n-1)/n / busbw.
 
-    >>> row = find(kind="allreduce", hardware="H100_PCIe")[0]
+    >>> row = find(kind="allreduce", hardware="H100_PCIe", shape=(4294967296,))[0]
     >>> round(allreduce_seconds(row) * 1e6)          # us; the report printed 36943
     36943
     """

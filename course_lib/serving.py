@@ -11,7 +11,8 @@
   never split, so with more GPUs than KV heads the cache is replicated) and each layer adds
   two ring AllReduces of the activations: 2(N−1)/N · bytes / link bandwidth + 2(N−1) · link
   latency (where the switch sums the data itself, NVLink SHARP on HGX H100/H200/B200:
-  bytes / link bandwidth + 2 · link latency), reported as ``t_comm`` and not overlapped with
+  bytes / link bandwidth + the small-message AllReduce time nccl-tests measured there, or
+  2 · link latency where none is cited), reported as ``t_comm`` and not overlapped with
   compute. The link bandwidth is the
   share of the chip's links the topology lets one AllReduce use (``course_lib.topology``: all
   of them through an NVSwitch; one link per other GPU on MI300X's point-to-point mesh; two
@@ -47,7 +48,7 @@ from . import sensitivity
 from .formatting import fmt_time
 from .roofline import _sums, layer_traffic, regime, traffic
 from .units import Q_, to_si
-from .topology import allreduce_seconds, in_switch_reduction, ring_link
+from .topology import allreduce_seconds, in_switch_reduction, message_latency, ring_link
 from .workloads import Knobs, check_batch, precisions, resolve
 
 
@@ -138,9 +139,9 @@ class Serving:
 _PARTS = ("weights", "activations", "kv_cache")
 
 
-def _allreduce_time(nbytes, n, link_bandwidth, link_latency, in_switch=False):
+def _allreduce_time(nbytes, n, link_bandwidth, link_latency, in_switch=False, measured=None):
     """``course_lib.topology.allreduce_seconds`` (this module's name for it)."""
-    return allreduce_seconds(nbytes, n, link_bandwidth, link_latency, in_switch)
+    return allreduce_seconds(nbytes, n, link_bandwidth, link_latency, in_switch, measured)
 
 
 def _link(hardware, tp):
@@ -237,7 +238,8 @@ def serve(model, hardware, prompt_tokens=2048, output_tokens=128, batch_size=1, 
     weight-only quantization (math at the fp16 peak); ``precision="int8"`` is W8A8: weight
     matmuls at the int8 peak, attention and the KV cache in fp16 (TensorRT-LLM's default;
     ``kv_precision="int8"`` and ``attention_precision`` change them). ``link_latency``
-    overrides the chip's per-hop latency in the AllReduce term.
+    overrides the chip's per-hop latency in the AllReduce term (and its measured per-message
+    latency, ``course_lib.topology``).
 
     >>> s = serve("Llama3_8B", "H100", prompt_tokens=2048, output_tokens=128, batch_size=8)
     >>> round(s.tpot.m_as("ms"), 2), s.decode.bottleneck
@@ -265,6 +267,8 @@ def serve(model, hardware, prompt_tokens=2048, output_tokens=128, batch_size=1, 
     in_switch = in_switch_reduction(hardware, tp)
     latency = (to_si(link_latency, "time", "link_latency") if link_latency is not None
                else (hardware.link_latency_si or 0.0))
+    # a measured small-message AllReduce time (NVLS), unless a per-hop latency is given
+    measured = message_latency(hardware, tp) if link_latency is None else None
     L, d = model.config.n_layers, model.config.d_model
     kv_shard = _kv_shard(model, tp)
 
@@ -285,7 +289,7 @@ def serve(model, hardware, prompt_tokens=2048, output_tokens=128, batch_size=1, 
     pre = model.prefill_table(P)
     f_pre, fa_pre, parts_pre = per_gpu(pre)
     b_pre = parts_pre.sum()
-    comm_pre = 2 * L * _allreduce_time(B * P * d * ba_, tp, link_bw, latency, in_switch)
+    comm_pre = 2 * L * _allreduce_time(B * P * d * ba_, tp, link_bw, latency, in_switch, measured)
     tc, tm = seconds(f_pre, fa_pre), b_pre / bw
     overhead = pre.kernels * knobs.overhead_per_kernel
     prefill = Phase("prefill", f_pre, b_pre, tc, tm, comm_pre,
@@ -303,7 +307,7 @@ def serve(model, hardware, prompt_tokens=2048, output_tokens=128, batch_size=1, 
     f_dec = f1 + (f2 - f1) * (attended - 1)
     fa_dec = fa1 + (fa2 - fa1) * (attended - 1)
     b_dec = b1 + (b2 - b1) * (attended - 1)
-    comm_dec = 2 * L * _allreduce_time(B * d * ba_, tp, link_bw, latency, in_switch)
+    comm_dec = 2 * L * _allreduce_time(B * d * ba_, tp, link_bw, latency, in_switch, measured)
     tc, tm = seconds(f_dec, fa_dec), b_dec / bw
     steps = np.maximum(tc, tm) + comm_dec + model.decode_table(1).kernels * knobs.overhead_per_kernel
     decode = Phase("decode", float(f_dec.mean()), float(b_dec.mean()), float(tc.mean()),

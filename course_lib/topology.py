@@ -1,7 +1,8 @@
-"""How much of a chip's scale-up bandwidth one tensor-parallel AllReduce can use.
+"""One tensor-parallel AllReduce as alpha-beta by topology: a per-message latency plus bytes
+over the share of a chip's scale-up links the AllReduce can use.
 
-A datasheet's interconnect figure sums every link of the chip. Whether one AllReduce over a
-group of N GPUs can use them all depends on how the links are wired:
+**beta, the bandwidth term.** A datasheet's interconnect figure sums every link of the chip.
+Whether one AllReduce over a group of N GPUs can use them all depends on the wiring:
 
 * **switch** (NVSwitch in an HGX/DGX server): every link goes to the switch, so any group
   talks at the full per-GPU bandwidth. Where the switch also sums the data itself
@@ -12,13 +13,20 @@ group of N GPUs can use them all depends on how the links are wired:
   beyond ``interconnect_max_gpus`` GPUs the group also crosses the fallback link (PCIe), the
   slowest hop, which sets the pace.
 * **mesh** (AMD MI300X: 7 xGMI links, one to each of the other 7 GPUs): a pair shares one
-  link; a group of N GPUs can send over N-1 links at once (one ring per link).
-* **torus** (TPU v5e: 4 ICI ports, +x, -x, +y, -y): a ring along one dimension sends on two
-  of them.
+  link; a group of N GPUs sends over N-1 links at once (one ring per link), each at the
+  usable rate AMD gives (48 of the 64 GB/s) where the spec has one.
+* **torus** (TPU v5e: 4 ICI ports, +x, -x, +y, -y): a TP group is a 2D slice (4 chips 2x2,
+  8 chips 2x4) without wraparound, so its corner chips have two neighbours and a ring through
+  the slice sends on two ports; a pair of neighbours shares one.
+
+**alpha, the latency term.** Where a cited nccl-tests sweep measured small AllReduces on the
+chip (``allreduce_latency``: NVLS on HGX H100/H200, ~30 us at 1-512 KiB), that time is paid by
+every AllReduce. Elsewhere it is 2(N-1) hops (a ring) or 2 (in the switch) of the per-hop
+``link_latency``, an order-of-magnitude assumption its source names.
 
 >>> from course_lib import Hardware
 >>> [round(ring_link(Hardware.MI300X, n)[1] / 1e9) for n in (2, 4, 8)]      # GB/s per direction
-[64, 192, 448]
+[48, 144, 336]
 >>> round(ring_link(Hardware.TPUv5e, 4)[1] / 1e9), round(ring_link(Hardware.H100, 2)[1] / 1e9)
 (100, 450)
 >>> in_switch_reduction(Hardware.H100, 8), in_switch_reduction(Hardware.A100, 8)
@@ -29,7 +37,10 @@ from __future__ import annotations
 from .errors import CourseError
 
 TOPOLOGIES = ("switch", "bridge", "mesh", "torus")
-RING_PORTS = 2           # a ring along one torus dimension sends on two ports (+ and -)
+RING_PORTS = 2           # a ring through a 2D slice without wraparound sends on two ports
+#: TPU v5e slice shapes by chip count (Google Cloud TPU docs, 'TPU v5e': v5litepod-N)
+TORUS_SLICES = {2: (1, 2), 4: (2, 2), 8: (2, 4), 16: (4, 4), 32: (4, 8), 64: (8, 8),
+                128: (8, 16), 256: (16, 16)}
 
 
 def ring_link(hardware, tp: int) -> tuple[str, float]:
@@ -55,10 +66,19 @@ def ring_link(hardware, tp: int) -> tuple[str, float]:
     links = hardware.interconnect_links
     if topology == "mesh":
         used = min(tp - 1, links)
-        return (f"{name}: point-to-point mesh, {used} of {links} links to the other {tp - 1} GPU(s)",
-                total * used / links)
+        usable = getattr(hardware, "interconnect_link_usable_bandwidth_si", None)
+        per_link = usable or total / links
+        said = f", {per_link / 1e9:.0f} GB/s usable each" if usable else ""
+        return (f"{name}: point-to-point mesh, {used} of {links} links to the other {tp - 1} GPU(s){said}",
+                per_link * used)
     if topology == "torus":
-        return f"{name}: a ring along one torus dimension, {RING_PORTS} of {links} ports", total * RING_PORTS / links
+        if tp not in TORUS_SLICES:
+            raise CourseError(f"{hardware.name}: a tensor-parallel group is a slice of "
+                              f"{sorted(TORUS_SLICES)} chips; got {tp}.")
+        x, y = TORUS_SLICES[tp]
+        ports = 1 if tp == 2 else RING_PORTS
+        return (f"{name}: a ring through a {x}x{y} slice (no wraparound), {ports} of {links} ports",
+                total * ports / links)
     what = "NVSwitch, all links" if topology == "switch" else "the pair's bridge"
     if in_switch_reduction(hardware, tp):
         what += "; summed in the switch (NVLink SHARP)"
@@ -74,32 +94,66 @@ def in_switch_reduction(hardware, tp: int) -> bool:
             and (limit is None or tp <= limit))
 
 
-def allreduce_seconds(nbytes, n, link_bandwidth, link_latency, in_switch=False):
+def allreduce_seconds(nbytes, n, link_bandwidth, link_latency, in_switch=False, message_latency=None):
     """One AllReduce of `nbytes` over `n` GPUs. A ring: 2(n−1)/n · bytes / BW + 2(n−1) ·
-    latency; summed in the switch (`in_switch`): each GPU sends its bytes to the switch and
-    receives the sum, bytes / BW + 2 · latency.
+    latency; summed in the switch (`in_switch`): bytes / BW + 2 · latency. A measured
+    `message_latency` (seconds per AllReduce) replaces the hops' latency.
 
     >>> allreduce_seconds(1e9, 8, 1e11, 0.0), allreduce_seconds(1e9, 8, 1e11, 0.0, in_switch=True)
     (0.0175, 0.01)
+    >>> allreduce_seconds(16384, 8, 4.5e11, 1e-6, in_switch=True, message_latency=27.5e-6) * 1e6
+    27.5364...
     """
     if n == 1:
         return 0.0 * nbytes
-    if in_switch:
-        return nbytes / link_bandwidth + 2 * link_latency
-    return 2 * (n - 1) / n * nbytes / link_bandwidth + 2 * (n - 1) * link_latency
+    beta = nbytes / link_bandwidth if in_switch else 2 * (n - 1) / n * nbytes / link_bandwidth
+    if message_latency is not None:
+        return message_latency + beta
+    return beta + (2 if in_switch else 2 * (n - 1)) * link_latency
+
+
+def message_latency(hardware, tp: int):
+    """The measured seconds one AllReduce over `tp` GPUs costs however small (``allreduce_latency``,
+    NVLS on HGX H100/H200), or None where the model falls back on hops x ``link_latency``."""
+    measured = getattr(hardware, "allreduce_latency_si", None)
+    return measured if tp > 1 and measured is not None and in_switch_reduction(hardware, tp) else None
+
+
+def alpha(hardware, tp: int) -> float:
+    """The latency term of one AllReduce over `tp` GPUs of `hardware`, in seconds."""
+    return allreduce_time(hardware, 0.0, tp)
 
 
 def allreduce_time(hardware, nbytes, tp: int, link_latency=None) -> float:
     """Seconds of one AllReduce of `nbytes` (per GPU) over `tp` GPUs of `hardware`, as ``serve``
-    models it: on the share of the links its topology allows (``ring_link``), as a ring or
-    summed in the switch (``in_switch_reduction``), with the chip's per-hop latency unless
-    `link_latency` (seconds) is given. A bound: no AllReduce on that hardware is faster.
+    models it: the measured per-message latency (or hops x per-hop latency, or `link_latency`
+    per hop where given) plus bytes over the share of the links its topology allows
+    (``ring_link``), as a ring or summed in the switch. A bound: no AllReduce is faster.
 
     >>> from course_lib import Hardware
     >>> round(allreduce_time(Hardware.A100, 2**30, 8, link_latency=0) * 1e3, 2)   # ms: a ring, 1.75 x 1 GiB / 300 GB/s
     6.26
+    >>> round(allreduce_time(Hardware.H100, 16384, 8) * 1e6, 1)     # us: 27.5 us measured + 16 KiB / 450 GB/s
+    27.5
     """
     if tp == 1:
         return 0.0
-    latency = (hardware.link_latency_si or 0.0) if link_latency is None else float(link_latency)
-    return allreduce_seconds(nbytes, tp, ring_link(hardware, tp)[1], latency, in_switch_reduction(hardware, tp))
+    if link_latency is None:
+        hop, measured = (hardware.link_latency_si or 0.0), message_latency(hardware, tp)
+    else:
+        hop, measured = float(link_latency), None
+    return allreduce_seconds(nbytes, tp, ring_link(hardware, tp)[1], hop, in_switch_reduction(hardware, tp),
+                             measured)
+
+
+def seed_network_seconds(model, hardware, tp: int, tokens: int, bytes_per_element: float = 2.0) -> float:
+    """The seeds' network roof for one pass over `tokens` (B·S tokens) on `tp` GPUs:
+    T_network = 4 (N-1) · tokens · D · S_type · L / NetBW, with NetBW the datasheet's per-direction
+    link figure and no latency: every hop carries the whole activation, four times a layer.
+
+    >>> from course_lib import Hardware, Models
+    >>> round(seed_network_seconds(Models.Llama3_70B, Hardware.H100, 8, 1) * 1e6, 1)   # us, one decode token
+    81.6
+    """
+    c = model.config
+    return 4 * (tp - 1) * tokens * c.d_model * bytes_per_element * c.n_layers / hardware.interconnect_bandwidth_si

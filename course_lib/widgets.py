@@ -308,3 +308,61 @@ def serving_explorer(model="Llama3_8B", hardware=("A100", "H100", "H200"), *, ch
     return ServingExplorer(model, hardware, chip=chip, batch=batch, prompt_tokens=prompt_tokens,
                            output_tokens=output_tokens, weight_precision=weight_precision,
                            kv_precision=kv_precision)
+
+
+class ScalingExplorer(_Explorer):
+    """``scaling_explorer``'s widget: GPUs in the tensor-parallel group, batch, prompt; the chip."""
+
+    def __init__(self, model, hardware, chip=None, tp=2, batch=1, prompt_tokens=512):
+        self.model = Models.get(model)
+        chips = self._chip_dropdown(hardware, chip)
+        super().__init__([
+            _slider([1, 2, 4, 8], tp, "tp", "GPUs (tensor parallel)", "GPUs"),
+            _slider([2 ** i for i in range(0, 10)], batch, "batch", "batch (sequences)", "sequences"),
+            _slider([2 ** i for i in range(4, 15)], prompt_tokens, "prompt_tokens", "prompt tokens", "tokens"),
+            chips,
+        ])
+
+    def _draw(self, ax):
+        from .topology import allreduce_time
+
+        tp, batch, prompt, hw_name = (c.value for c in self.controls)
+        hw = self.hardware[hw_name]
+        ax.set_title(f"{self.model.name} on {tp}x {hw.short_name}: batch {batch}, prompt {prompt}; "
+                     "per GPU", fontsize=10)
+        s = serve(self.model, hw, prompt_tokens=prompt, output_tokens=64, batch_size=batch, tp=tp)
+        if s.fits is False:
+            draw_roofline(ax, hw, "fp16")
+            _message(ax, f"Does not fit on {tp}x {hw.short_name}: needs {fmt_bytes(s.memory_per_gpu_si)} "
+                         f"per GPU, has {fmt_bytes(hw.memory_capacity_si)}. Add GPUs.", "C3")
+            return (f"<b>Does not fit</b> on {tp}x {html.escape(hw.name)}: "
+                    f"{fmt_bytes(s.memory_per_gpu_si)} per GPU &gt; {fmt_bytes(hw.memory_capacity_si)}."
+                    f"<br>{_knobs_line(s.knobs)}")
+        draw_roofline(ax, hw, "fp16", _points([("prefill", s.prefill), ("decode (mean step)", s.decode)]))
+        comm = ""
+        if tp > 1:
+            d = self.model.config.d_model
+            small, large = batch * d * 2, batch * prompt * d * 2
+            comm = (f"<br>one AllReduce: decode {fmt_bytes(small)} in {fmt_time(allreduce_time(hw, small, tp))}, "
+                    f"prefill {fmt_bytes(large)} in {fmt_time(allreduce_time(hw, large, tp))} "
+                    f"(latency alone {fmt_time(allreduce_time(hw, 0.0, tp))}); {html.escape(s.interconnect)}")
+        step = s.decode
+        return (f"TPOT <b>{fmt_time(step.latency_si)}</b> = max(compute {fmt_time(step.t_compute_si)}, memory "
+                f"{fmt_time(step.t_memory_si)}) + AllReduces {fmt_time(step.t_comm_si)} &middot; TTFT "
+                f"{fmt_time(s.prefill.latency_si)} (AllReduces {fmt_time(s.prefill.t_comm_si)}) &middot; "
+                f"<b>{fmt_rate(batch / step.latency_si, 'tokens/s')}</b>, "
+                f"{fmt_rate(batch / step.latency_si / tp, 'tokens/s')} per GPU{comm}"
+                f"<br>memory per GPU {fmt_bytes(s.memory_per_gpu_si)}<br>{_knobs_line(s.knobs)}")
+
+
+def scaling_explorer(model="Llama3_70B", hardware=("H100", "H200", "A100", "H100_PCIe", "MI300X"), *,
+                     chip=None, tp=2, batch=1, prompt_tokens=512) -> ScalingExplorer:
+    """Tensor-parallel GPUs, batch and prompt sliders and a chip dropdown over ``serve(tp=...)``:
+    the per-GPU roofline of both phases, the AllReduce time split into latency and bytes, and
+    tokens/s per GPU.
+
+    >>> e = scaling_explorer(chip="H100", tp=8)
+    >>> "per GPU" in e.numbers.value and "AllReduce" in e.numbers.value
+    True
+    """
+    return ScalingExplorer(model, hardware, chip=chip, tp=tp, batch=batch, prompt_tokens=prompt_tokens)

@@ -136,7 +136,7 @@ def test_the_declarations_of_every_lesson_hold():
         raw = nbformat.read(str(p), as_version=4)
         for qid in question_cells(raw):
             by_prefix.setdefault(qid.split("_", 1)[0], []).append(raw)
-    assert sorted(by_prefix) == ["hello", "mach", "phases", "quant", "wall"]
+    assert sorted(by_prefix) == ["hello", "mach", "phases", "quant", "scale", "wall"]
     for prefix, nbs in by_prefix.items():
         assert declaration_problems(prefix, nbs[:1], prefix) == []
 

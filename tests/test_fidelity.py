@@ -203,14 +203,15 @@ def _comm_per_allreduce(hw, tp, nbytes):
 
 @pytest.mark.parametrize("tp, links", [(2, 1), (4, 3), (8, 7)])
 def test_mi300x_is_a_point_to_point_mesh(tp, links):
-    """7 xGMI links of 64 GB/s, one to each other GPU: a pair shares one link, 4 GPUs use 3."""
+    """7 xGMI links, one to each other GPU, 48 GB/s usable each (AMD's ROCm blog; 64 GB/s line
+    rate): a pair shares one link, 4 GPUs use 3."""
     from course_lib.topology import ring_link
     hw = Hardware.MI300X
     name, bw = ring_link(hw, tp)
-    assert bw == pytest.approx(links * 64e9) and "mesh" in name
+    assert bw == pytest.approx(links * 48e9) and "mesh" in name and "48 GB/s usable" in name
     s = serve(Models.Llama3_8B, hw, tp=tp)
     c = Models.Llama3_8B.config
-    per_ar = 2 * (tp - 1) / tp * (c.d_model * 2) / (links * 64e9) + 2 * (tp - 1) * hw.link_latency_si
+    per_ar = 2 * (tp - 1) / tp * (c.d_model * 2) / (links * 48e9) + 2 * (tp - 1) * hw.link_latency_si
     assert s.decode.t_comm_si == pytest.approx(2 * c.n_layers * per_ar)
     assert f"{links} of 7 links" in s.interconnect
     with pytest.raises(CourseError, match="at most 8"):
@@ -221,6 +222,12 @@ def test_a_tpu_v5e_ring_uses_two_of_its_four_torus_ports():
     from course_lib.topology import ring_link
     name, bw = ring_link(Hardware.TPUv5e, 4)
     assert bw == pytest.approx(Hardware.TPUv5e.interconnect_bandwidth_si / 2) and "2 of 4 ports" in name
+    assert "2x2 slice" in name and "no wraparound" in name
+    name8, bw8 = ring_link(Hardware.TPUv5e, 8)
+    assert bw8 == bw and "2x4 slice" in name8           # the corners of a 2x4 still have two neighbours
+    assert ring_link(Hardware.TPUv5e, 2)[1] == pytest.approx(bw / 2)     # a pair of neighbours: one port
+    with pytest.raises(CourseError, match="slice"):
+        ring_link(Hardware.TPUv5e, 6)
 
 
 def test_a_switch_gives_every_group_all_links_and_a_bridge_its_pair():

@@ -292,3 +292,30 @@ def test_integer_peaks_are_in_tops_and_small_peaks_keep_their_prefix():
     draw_roofline(ax, example(), "fp64")          # a CPU: tens of GFLOP/s
     (label,) = [t.get_text() for t in ax.get_legend().get_texts()]
     assert re.search(r"\d GFLOP/s fp64, \d[\d.]* GB/s", label) and "e-" not in label, label
+
+
+def test_scaling_explorer_shows_the_tensor_parallel_step_and_refuses_what_does_not_fit(monkeypatch):
+    """Lesson 6's explorer: opens where it is told, its TPOT is serve(tp=...)'s, it redraws on the
+    GPUs slider, says "does not fit" for Llama-3-70B on one H100, and prints no exponents."""
+    import course_lib.widgets as widgets
+    from course_lib.formatting import fmt_time
+    from course_lib.widgets import scaling_explorer
+
+    e = scaling_explorer("Llama3_70B", chip="H200", tp=2, batch=1, prompt_tokens=512)
+    assert (e.controls[0].value, e.controls[1].value, e.controls[2].value) == (2, 1, 512)
+    assert e.controls[3].value == Hardware.H200.name
+    s = serve(Models.Llama3_70B, Hardware.H200, prompt_tokens=512, output_tokens=64, tp=2)
+    assert f"TPOT <b>{fmt_time(s.decode.latency_si)}</b>" in e.numbers.value
+    assert "per GPU" in e.numbers.value and "one AllReduce" in e.numbers.value
+    first = e.image.value
+    e.controls[0].value = 8
+    assert e.image.value != first
+    monkeypatch.setattr(widgets, "_render", lambda canvas: b"")
+    e.controls[3].value = Hardware.H100.name
+    e.controls[0].value = 1
+    assert "Does not fit" in e.numbers.value
+    for tp in (2, 4, 8):
+        e.controls[0].value = tp
+        for chip in e.controls[3].options:
+            e.controls[3].value = chip
+            assert not EXPONENT.search(e.numbers.value), e.numbers.value

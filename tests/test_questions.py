@@ -272,6 +272,7 @@ def _setting_words(qid: str, name: str, g: dict) -> list[str]:
         "phases_q8": lambda: [batch(g["batch"])],
         "quant_q1": lambda: [r"decode|generat", num(g["prompt"])],
         "quant_q5": lambda: [batch(g["batch"])],
+        "scale_q3": lambda: [r"decode|generat|one token" if name == "q3_decode" else r"prefill|prompt"],
         "wall_q4": lambda: [r"ridge"],
         "wall_q5": lambda: [r"ridge", rf"\b{g['new']}\b"],
         "wall_q7": lambda: [r"chatbot" if name == "q7_chatbot" else r"offline"],

@@ -5,13 +5,13 @@
 * admissibility: every question's space has admissible variants, the canonical one among them;
   each admissible variant keeps every listed mistake outside 1.5 x the tolerance and its
   honest answers pass grade() under every STANDARD perturbation; the filter really rejects;
-* lessons 4 and 5 vary every question that can (at least 4 admissible variants; those that
+* lessons 4, 5 and 6 vary every question that can (at least 4 admissible variants; those that
   cannot are named, with why); a group of questions is asked on one request; a question graded
   against this machine's measurement is admitted without measuring;
 * whose numbers: the grader's / hub's environment wins over a file a student set;
 * commits record the variant, and the grader flags a commit made for other numbers;
 * the secret never reaches the student repository;
-* lessons 1 and 2: every graded question has a space or a stated reason, at least 4 variants
+* lessons 1, 2 and 6: every graded question has a space or a stated reason, at least 4 variants
   (or a stated fewer), no given cell states its variant's answer, and the leak test passes as
   students with keys.
 """
@@ -60,9 +60,9 @@ FIXED = {
 }
 
 
-@pytest.mark.parametrize("qid", sorted(q for q in all_questions() if q.split("_", 1)[0] in ("quant", "mach")))
-def test_lessons_4_and_5_vary_every_question_that_can(qid):
-    """At least 4 admissible variants for each question of lessons 4 and 5, except those in FIXED."""
+@pytest.mark.parametrize("qid", sorted(q for q in all_questions() if q.split("_", 1)[0] in ("quant", "mach", "scale")))
+def test_lessons_4_to_6_vary_every_question_that_can(qid):
+    """At least 4 admissible variants for each question of lessons 4, 5 and 6, except those in FIXED."""
     q = all_questions()[qid]
     if qid in FIXED:
         assert not q.space, f"{qid} has a space though FIXED says it cannot vary: {FIXED[qid]}"
@@ -285,6 +285,43 @@ def test_lesson_5s_givens_are_the_students_own(no_identity, monkeypatch):
     assert chip in rows and "A100" not in rows                     # Q6's GPU, not the lesson's own
 
 
+def test_lesson_6s_givens_are_the_students_own(no_identity, monkeypatch):
+    """The same for lesson 6: every given cell prints the student's own model, chip, group and
+    prompt; each verify's arithmetic is that variant's; the lesson's own answers fail the
+    student's hidden tests where the truth differs, and the student's own truths pass."""
+    qids = [f"scale_q{i}" for i in range(1, 6)]
+    key = _other_numbers(qids)
+    monkeypatch.setenv(V.KEY_ENV, key)
+    monkeypatch.setenv(V.STUDENT_ENV, "dana")
+    mine = {q: V.draw(key, q) for q in qids}
+    out = _run_cells(REPO / "solutions" / "06_scaling_out" / "scaling_out.ipynb",
+                     ["scale-setup", *(f"scale-q{i}-given" for i in range(1, 6))], {"__name__": "__lesson__"})
+    for q in qids:
+        assert f"Your numbers for {q.split('_')[1].upper()} (dana): {V.describe(q, mine[q])}." in out
+    for q in qids:
+        decl = all_questions()[q]
+        own, lessons = decl.solution(**mine[q]), decl.solution()
+        names = [n for n in decl.answer_names if n in own.truths]
+        ns = {n: own.truths[n].value for n in names}
+        ns = {n: (v.m_as(decl.specs[n].units) if hasattr(v, "m_as") else v) for n, v in ns.items()}
+        grade(q, namespace={**ns, **{f"q{q[-1]}_reasoning": "my own numbers"}})
+        theirs = {n: lessons.truths[n].value for n in names}
+        theirs = {n: (v.m_as(decl.specs[n].units) if hasattr(v, "m_as") else v) for n, v in theirs.items()}
+        if theirs != ns and all(not isinstance(v, str) for v in ns.values()):
+            far = all(abs(theirs[n] / ns[n] - 1) > decl.specs[n].rel_tol for n in names)
+            if far:
+                with pytest.raises(CheckFailed):
+                    grade(q, namespace={**theirs, **{f"q{q[-1]}_reasoning": "the lesson's numbers"}})
+    import contextlib
+    import io
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        all_questions()["scale_q2"].solution(**mine["scale_q2"]).work()
+    n = mine["scale_q2"]["gpus"]
+    assert f"TPOT({n // 2}) / TPOT({n}) =" in printed.getvalue()
+
+
 # ---- whose numbers ----------------------------------------------------------------------------
 def test_set_student_once_then_every_lesson_has_the_numbers(no_identity, capsys):
     from course_lib.questions import givens, set_student
@@ -388,8 +425,8 @@ def test_the_hub_gives_each_student_their_own_key_never_the_secret(tmp_path):
     assert SECRET.decode() not in json.dumps(env)
 
 
-# ---- lessons 1 and 2 ---------------------------------------------------------------------------------
-# The variant rule (each question of lessons 1 and 2 has its own numbers, or says why; 200 students
+# ---- lessons 1, 2 and 6 ------------------------------------------------------------------------------
+# The variant rule (each question of lessons 1, 2 and 6 has its own numbers, or says why; 200 students
 # draw at least min_variants of them) is python -m autograder lint's: tests/test_authoring.py.
 
 
@@ -424,7 +461,7 @@ def _lessons(*prefixes):
 
 
 @pytest.mark.parametrize("student", ["student001", "student002"])
-@pytest.mark.parametrize("path", _lessons("hello", "wall"), ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("path", _lessons("hello", "wall", "scale"), ids=lambda p: p.parent.name)
 def test_a_students_lesson_shows_no_answer_before_its_commit(path, student, no_identity, monkeypatch):
     """The leak test of tests/test_questions.py, run as a student with a key: nothing above an
     answer cell (markdown, given cells, earlier verify cells) shows that student's own answer.
@@ -436,7 +473,8 @@ def test_a_students_lesson_shows_no_answer_before_its_commit(path, student, no_i
     monkeypatch.setattr(P, "_HERE", no_identity)
     monkeypatch.setenv(V.KEY_ENV, student_key(SECRET, student))
     monkeypatch.setenv(V.STUDENT_ENV, student)
-    own = [q for q in SPACED if q.split("_")[0] in ("hello", "wall") and V.current(q) != all_questions()[q].givens]
+    own = [q for q in SPACED if q.split("_")[0] in ("hello", "wall", "scale")
+           and V.current(q) != all_questions()[q].givens]
     assert own, f"{student} has the lesson's own numbers everywhere: pick another id"
     problems = leaks(path, lambda q: q.solution(**V.current(q.id)))
     assert not problems, "\n".join(problems)

@@ -133,6 +133,15 @@ MISCONCEPTIONS: dict[str, Misconception] = {
     "weights-not-subtracted": Misconception(
         "giving the whole memory to the KV cache",
         "Subtract the weights from the capacity first; only the rest holds KV cache."),
+    # scaling out
+    "no-comm-latency": Misconception(
+        "timing an AllReduce by its bytes alone, as if a small message were free",
+        "Every AllReduce also pays a fixed latency (tens of microseconds measured for NCCL), which "
+        "decides a decode step's small messages: add it per AllReduce, two per layer."),
+    "ring-in-switch": Misconception(
+        "charging a ring's 2(N-1)/N traffic where the switch sums the data itself",
+        "With NVLink SHARP each GPU sends its buffer once and receives the sum once: bytes / BW, "
+        "not 2(N-1)/N of it; a ring pays the larger factor."),
     "w8a8-attention": Misconception(
         "running attention's matmuls in int8 under W8A8",
         "W8A8 as TensorRT-LLM runs it (SmoothQuant) quantizes the weight matmuls; attention's matmuls "

@@ -16,7 +16,8 @@ __all__ = ["REGISTRY", "LESSON_MODULES", "lesson_module", "get", "question_order
 REGISTRY: dict[str, Any] = {}
 
 #: grade_id prefix -> the module of course_lib.questions that declares the lesson's questions
-LESSON_MODULES = {"hello": "hello", "wall": "wall", "phases": "phases", "quant": "quant", "mach": "mach"}
+LESSON_MODULES = {"hello": "hello", "wall": "wall", "phases": "phases", "quant": "quant", "mach": "mach",
+                 "scale": "scale"}
 
 
 def lesson_module(qid: str) -> str:

@@ -1,0 +1,258 @@
+"""Lesson 6, "Scaling out": its graded questions (``scale_q1``, ``scale_q2``, ``scale_q3``, ``scale_q4``, ``scale_q5``).
+
+Each solver computes the truth with course_lib when it is called: ``serve(..., tp=N)`` for
+tensor parallelism, ``course_lib.topology`` for one AllReduce, ``course_lib.scaling`` for a
+pipeline. Llama-3-70B, fp16, on HGX H100s (NVSwitch with NVLink SHARP) unless a question says.
+
+Every question has per-student variants (EVERY_QUESTION_VARIES):
+the model and chip of Q1, the model, chip and group of Q2, the chip and prompt of Q3, the group
+and prompt of Q4, the chip and group of Q5. The chips drawn for Q2-Q5 are the HGX H100 and H200,
+whose NVLink SHARP AllReduce latency is measured (nccl-tests); other chips are in the explorer.
+"""
+from __future__ import annotations
+
+from ..exercises.answer_forms import Choice, Number, Ratio, Reason
+from ..units import Q_
+from .core import Solution, Truth, question
+
+CHIP, MODEL, PROMPT, OUTPUT = "H100", "Llama3_70B", 2048, 128
+GROUPS = (1, 2, 4, 8)
+EVERY_QUESTION_VARIES = True
+#: the chips of Q2-Q5's variants: HGX boards whose NVLS AllReduce latency is measured
+NVLS_CHIPS = ["H100", "H200"]
+
+
+def _setting(chip=CHIP, model=MODEL):
+    from .. import Hardware, Models
+
+    return Models.get(model), Hardware.get(chip)
+
+
+def _tpot(tp, chip=CHIP, model=MODEL, **kw):
+    from .. import serve
+
+    m, hw = _setting(chip, model)
+    return serve(m, hw, prompt_tokens=PROMPT, output_tokens=OUTPUT, tp=tp, **kw).decode
+
+
+def _chip_words(chip) -> str:
+    from .. import Hardware
+
+    hw = Hardware.get(chip)
+    return (f"GPU {hw.name} ({hw.memory_bandwidth_si / 1e12:.2f} TB/s, NVLink "
+            f"{hw.interconnect_bandwidth_si / 1e9:.0f} GB/s per direction)")
+
+
+def _model_words(model) -> str:
+    from .. import Models
+
+    m = Models.get(model)
+    return f"model {m.name} ({m.parameters:,} parameters)"
+
+
+# ---- Q1 -----------------------------------------------------------------------------------------
+@question("scale_q1", rule="by-hand",
+          specs={"q1_weights_gb": Number("GB", rel_tol=0.02)},
+          givens={"model": MODEL, "chip": CHIP},
+          space={"model": [MODEL, "Llama2_70B", "Mixtral_8x7B", "GPT3_175B"], "chip": ["H100", "H200", "A100"]},
+          labels={"model": _model_words, "chip": "GPU {value}"})
+def q1(model, chip):
+    from .. import serve
+
+    m, hw = _setting(chip, model)
+    weights = m.weight_bytes("fp16")
+    fits = {n: serve(m, hw, prompt_tokens=PROMPT, output_tokens=OUTPUT, tp=n).fits for n in GROUPS}
+
+    def work():
+        cap = hw.memory_capacity_si
+        print(f"weights: {m.parameters:.4g} parameters x 2 B = {weights:.4g} B = {weights / 1e9:.1f} GB "
+              f"({weights / 2**30:.1f} GiB)")
+        for n in GROUPS:
+            per = serve(m, hw, prompt_tokens=PROMPT, output_tokens=OUTPUT, tp=n).memory_per_gpu_si
+            print(f"  {n} GPU(s): {per / 1e9:6.1f} GB per GPU (weights / {n} + one sequence's KV cache) "
+                  f"vs {cap / 1e9:.1f} GB -> {'fits' if fits[n] else 'does not fit'}")
+
+    return Solution(
+        {"q1_weights_gb": Truth(weights / 1e9, mistakes={"bytes-per-element": [weights / 2e9, weights * 2 / 1e9],
+                                                          "gib-vs-gb": weights / 2**30},
+                                explanation="Parameters x 2 bytes (fp16), in units of 10^9 bytes.")},
+        hint="fp16 is 2 bytes per parameter; count in units of 10^9 bytes.",
+        work=work)
+
+
+def _both_fit(model, chip, groups) -> str | None:
+    """Why a variant asks about a group its model's weights and KV cache do not fit in, or None."""
+    from .. import serve
+
+    m, hw = _setting(chip, model)
+    short = [n for n in groups if not serve(m, hw, prompt_tokens=PROMPT, output_tokens=OUTPUT, tp=n).fits]
+    return f"{m.name} does not fit on {short[0]} {hw.name}" if short else None
+
+
+# ---- Q2 -----------------------------------------------------------------------------------------
+@question("scale_q2", rule="prediction", reflection=1,
+          specs={"q2_speedup": Ratio(rel_tol=0.08), "q2_reasoning": Reason()},
+          givens={"model": MODEL, "chip": CHIP, "gpus": 8},
+          space={"model": [MODEL, "GPT3_175B"], "chip": NVLS_CHIPS, "gpus": [4, 8]},
+          labels={"model": _model_words, "chip": _chip_words,
+                  "gpus": lambda n: f"from {n // 2} to {n} GPUs (TPOT({n // 2}) / TPOT({n}))"},
+          assumes=lambda model, chip, gpus: _both_fit(model, chip, (gpus // 2, gpus)))
+def q2(model, chip, gpus):
+    half, full = _tpot(gpus // 2, chip, model), _tpot(gpus, chip, model)
+    truth = half.latency_si / full.latency_si
+    free = (_tpot(gpus // 2, chip, model, link_latency=Q_(0, "us")).latency_si
+            / _tpot(gpus, chip, model, link_latency=Q_(0, "us")).latency_si)
+
+    def work():
+        print(f"{_model_words(model)} on the {_chip_words(chip)}")
+        print(" GPUs   TPOT      memory term  AllReduces (2 per layer)")
+        for n in sorted({2, gpus // 2, gpus}):
+            d = _tpot(n, chip, model)
+            print(f"{n:5d} {d.latency_si * 1e3:7.2f} ms {d.t_memory_si * 1e3:9.2f} ms {d.t_comm_si * 1e3:9.2f} ms")
+        print(f"\nTPOT({gpus // 2}) / TPOT({gpus}) = {half.latency_si * 1e3:.2f} / {full.latency_si * 1e3:.2f} "
+              f"= {truth:.3f} (bytes alone, no AllReduce latency: {free:.3f})")
+
+    return Solution(
+        {"q2_speedup": Truth(truth, mistakes={"no-comm-latency": free, "inverted-ratio": 1 / truth},
+                             explanation="Twice the GPUs halve each one's weight reads, but not the AllReduces: "
+                                         "two per layer, each a fixed latency at decode's tiny messages.")},
+        hint="Split TPOT into the memory term (weights / N / bandwidth) and the AllReduces (2 per layer, "
+             "each costing its latency however small); which of them halves?",
+        work=work)
+
+
+# ---- Q3 -----------------------------------------------------------------------------------------
+@question("scale_q3", rule="prediction", reflection=1,
+          specs={"q3_decode": Choice("latency", "bandwidth"), "q3_prefill": Choice("latency", "bandwidth"),
+                 "q3_reasoning": Reason()},
+          givens={"chip": CHIP, "prompt": PROMPT},
+          # prefill crosses from latency- to bandwidth-bound near 750 tokens on both chips: every
+          # prompt drawn is at least 2.5x away from it
+          space={"chip": NVLS_CHIPS, "prompt": [256, 2048, 4096, 8192]},
+          labels={"chip": _chip_words, "prompt": "a {value}-token prompt"})
+def q3(chip, prompt):
+    from ..topology import alpha
+
+    m, hw = _setting(chip)
+    d = m.config.d_model
+    msgs = {"decode": d * 2, "prefill": prompt * d * 2}
+
+    def bound(nbytes):
+        return "latency" if alpha(hw, 8) > nbytes / hw.interconnect_bandwidth_si else "bandwidth"
+
+    def work():
+        a = alpha(hw, 8)
+        for name, nbytes in msgs.items():
+            beta = nbytes / hw.interconnect_bandwidth_si
+            print(f"{name:8s} {nbytes:>11,} B: latency {a * 1e6:.1f} us vs bytes / BW = {nbytes:,} / "
+                  f"{hw.interconnect_bandwidth_si:.3g} = {beta * 1e6:.2f} us -> {bound(nbytes)}-bound")
+
+    truths = {k: bound(v) for k, v in msgs.items()}
+    other = {"latency": "bandwidth", "bandwidth": "latency"}
+    return Solution(
+        {f"q3_{k}": Truth(v, mistakes={"other-phase": other[v]},
+                          explanation="Compare the fixed latency of one AllReduce with its bytes over the "
+                                      "link: one token's activations, or the whole prompt's.")
+         for k, v in truths.items()},
+        hint=f"One AllReduce carries tokens x d_model x 2 bytes; compare bytes / "
+             f"{hw.interconnect_bandwidth_si / 1e9:.0f} GB/s with its latency.",
+        work=work)
+
+
+def _bytes_decide(gpus, prompt) -> str | None:
+    """Why a variant of Q4 would hinge on the ring's assumed per-hop latency (an order of
+    magnitude, not a measurement) rather than the bytes: the ring comes out at most 10% slower
+    than NVLS, or faster. None where the bytes decide."""
+    from ..topology import allreduce_seconds, allreduce_time
+
+    m, hw = _setting()
+    nbytes = prompt * m.config.d_model * 2
+    ratio = allreduce_seconds(nbytes, gpus, hw.interconnect_bandwidth_si, hw.link_latency_si) / \
+        allreduce_time(hw, nbytes, gpus)
+    return (f"ring / NVLS = {ratio:.2f}: the ring's assumed hop latency, not the bytes, would decide"
+            if ratio < 1.1 else None)
+
+
+# ---- Q4 -----------------------------------------------------------------------------------------
+@question("scale_q4", rule="prediction", reflection=1,
+          specs={"q4_ratio": Ratio(rel_tol=0.05), "q4_reasoning": Reason()},
+          givens={"gpus": 8, "prompt": PROMPT},
+          # the ratio moves slowly with the prompt; larger prompts sit within the tolerance of the
+          # bytes-alone mistake 2(N-1)/N
+          space={"gpus": [4, 8], "prompt": [1024, 2048, 3072]},
+          labels={"gpus": "{value} H100s", "prompt": "prompt {value} tokens"},
+          assumes=lambda gpus, prompt: _bytes_decide(gpus, prompt))
+def q4(gpus, prompt):
+    from ..topology import allreduce_seconds, allreduce_time
+
+    m, hw = _setting()
+    nbytes = prompt * m.config.d_model * 2
+    bw, hop = hw.interconnect_bandwidth_si, hw.link_latency_si
+    nvls = allreduce_time(hw, nbytes, gpus)
+    ring = allreduce_seconds(nbytes, gpus, bw, hop)
+    truth = ring / nvls
+    share = 2 * (gpus - 1) / gpus
+
+    def work():
+        print(f"message: {prompt} x {m.config.d_model} x 2 B = {nbytes:,} B")
+        print(f"ring : 2({gpus}-1)/{gpus} x {nbytes:,} / {bw:.3g} + {2 * (gpus - 1)} x {hop * 1e6:.0f} us "
+              f"= {ring * 1e6:.1f} us")
+        print(f"NVLS : {nbytes:,} / {bw:.3g} + {hw.allreduce_latency_si * 1e6:.1f} us (measured) = {nvls * 1e6:.1f} us")
+        print(f"ring / NVLS = {truth:.3f}  (bytes alone: {share:.3g})")
+
+    return Solution(
+        {"q4_ratio": Truth(truth, mistakes={"no-comm-latency": share, "inverted-ratio": 1 / truth},
+                           explanation="A ring moves 2(N-1)/N of the buffer per GPU, the switch 1; each also "
+                                       "pays its latency, which narrows the gap at this size.")},
+        hint="Bytes each GPU sends: 2(N-1)/N of the buffer in a ring, once with NVLS; then add each one's "
+             "latency term as the question gives it.",
+        work=work)
+
+
+# ---- Q5 -----------------------------------------------------------------------------------------
+@question("scale_q5", rule="prediction", reflection=1,
+          specs={"q5_ratio": Ratio(rel_tol=0.1), "q5_reasoning": Reason()},
+          givens={"chip": CHIP, "gpus": 8},
+          space={"chip": NVLS_CHIPS, "gpus": [4, 8]},
+          labels={"chip": _chip_words, "gpus": "{value} GPUs"})
+def q5(chip, gpus):
+    from ..scaling import pipeline_decode_step
+
+    m, hw = _setting(chip)
+    pipe = pipeline_decode_step(m, hw, gpus, prompt_tokens=PROMPT, output_tokens=OUTPUT)
+    tensor = _tpot(gpus, chip)
+    truth = tensor.latency_si / pipe
+    free = _tpot(gpus, chip, link_latency=Q_(0, "us")).latency_si / pipe
+
+    def work():
+        print(f"pipeline, {gpus} stages: one GPU's step {_tpot(1, chip).latency_si * 1e3:.2f} ms (all weights, "
+              f"one stage after another) + {gpus - 1} sends = {pipe * 1e3:.2f} ms")
+        print(f"tensor, {gpus} GPUs    : {tensor.latency_si * 1e3:.2f} ms ({tensor.t_memory_si * 1e3:.2f} ms memory "
+              f"+ {tensor.t_comm_si * 1e3:.2f} ms AllReduces)")
+        print(f"TPOT(tensor) / TPOT(pipeline) = {truth:.3f}")
+
+    return Solution(
+        {"q5_ratio": Truth(truth, mistakes={"no-comm-latency": free, "inverted-ratio": 1 / truth},
+                           explanation="A pipeline never reads weights in parallel for one token: its step is "
+                                       "one GPU's. Tensor parallelism reads 1/8 each at once but pays the "
+                                       "AllReduces.")},
+        hint="In a pipeline one token visits the stages one after another: add their times. In tensor "
+             "parallelism all GPUs work at once, then synchronize.",
+        work=work)
+
+
+TAKEAWAYS = """\
+* A model whose weights exceed one GPU's memory must be split: count the bytes per GPU
+  (weights / N plus the KV cache) against the capacity in real bytes.
+* Tensor parallelism divides each GPU's weight reads by N but adds two AllReduces per layer;
+  the network is a third roof beside compute and memory, and it does not shrink with N.
+* An AllReduce costs a latency plus bytes over the link. Decode's messages (one token's
+  activations) are latency-bound; prefill's (the whole prompt's) turn bandwidth-bound once the
+  prompt's bytes over the link outlast the latency (some hundreds of tokens on HGX H100).
+* A switch that sums the data (NVLink SHARP) sends each buffer once instead of a ring's
+  2(N-1)/N times; it wins on large messages.
+* A pipeline keeps the latency of one GPU per token and buys throughput only with a batch per
+  stage in flight; tensor parallelism cuts the latency, with diminishing tokens/s per GPU.
+* The seeds' T_network charges every hop the whole activation and ignores latency: too slow for
+  prefill's large messages, far too fast for decode's small ones.
+"""

@@ -1,0 +1,29 @@
+"""Classic mistakes for notebook 6, "Scaling out" (see a01_hello_roofline.py for the format)."""
+
+MISTAKES = {
+    "scale_q1_answer": [
+        ("gib-vs-gb", 'q1_weights_gb = Models.Llama3_70B.parameters * 2 / 2**30\n'
+                      ''),
+        ("bytes-per-element", 'q1_weights_gb = Models.Llama3_70B.parameters / 1e9\n'
+                              ''),
+    ],
+    "scale_q2_prediction": [
+        ("no-comm-latency", 'q2_speedup = 2.0\n'
+                            'q2_reasoning = "Decode is memory-bound and each GPU reads half the weights."\n'),
+    ],
+    "scale_q3_prediction": [
+        ("other-phase", 'q3_decode = "bandwidth"\n'
+                        'q3_prefill = "latency"\n'
+                        'q3_reasoning = "Decode streams tokens over the link; prefill is one burst."\n'),
+    ],
+    "scale_q4_prediction": [
+        ("no-comm-latency", 'q4_ratio = 1.75\n'
+                            'q4_reasoning = "A ring moves 2(N-1)/N = 1.75 times the bytes the switch does."\n'),
+    ],
+    "scale_q5_prediction": [
+        ("no-comm-latency", 'q5_ratio = 0.125\n'
+                            'q5_reasoning = "Tensor parallelism reads an eighth of the weights per GPU at once."\n'),
+    ],
+}
+
+WRONG = {gid: cases[0][1] for gid, cases in MISTAKES.items()}
