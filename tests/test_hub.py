@@ -1115,6 +1115,9 @@ def ledger_term(hub, capsys):
             .raise_for_status()
         out = b.terminal(["cd ~ && python rewrite.py; echo DONE-$((6*7))"], until="DONE-42")
         assert "consistent" in out and "Error" not in out, out
+        # and hands in a link to the instructor's files and a timestamp of their own choosing
+        out = b.terminal([f"cd ~/{folder} && ln -s {hub['course']}/solutions leak && "
+                          f"echo '2020-01-01 00:00:00.000000 UTC' > timestamp.txt; echo DONE-$((6*7))"], until="DONE-42")
 
     honest = student_round_trip(hub, "honest", right_answers())
     student_round_trip(hub, "rewriter", wrong_answers(), before_submit=rewrite)
@@ -1148,15 +1151,20 @@ def ledger_term(hub, capsys):
     # their copy (the server's PYTHONPATH) has stubs for solvers, and the hidden check refuses
     site = str(PREFIX / "student-site")
     probe = ("import sys\ntry:\n    from course_lib.questions import get, grade\n    get('hello_q1').solution()\n"
-             "    print('SOLVED')\nexcept Exception as e:\n    print(type(e).__name__)\n")
+             "    print('SOLVED')\nexcept Exception as e:\n    print(type(e).__name__)\n"
+             "try:\n    grade('hello_q1', namespace={'q1_intensity': 1.0})\nexcept Exception as e:\n"
+             "    print(type(e).__name__)\n")
     # (an unreadable package folder is no package to Python's importer: "not found")
     for pythonpath, expected in (("", {"PermissionError", "ModuleNotFoundError"}), (site, {"KeyHeld"})):
         got = subprocess.run(["runuser", "-u", users["rewriter"], "--", "env", "-i", f"PYTHONPATH={pythonpath}",
                               str(hub["env"] / "bin" / "python"), "-c", probe], capture_output=True, text=True, cwd="/")
-        assert got.stdout.strip() in expected, (pythonpath, got)
+        first, *oracle = got.stdout.split()
+        assert first in expected, (pythonpath, got)
+        if pythonpath:      # the hidden check is no oracle in a student's kernel either
+            assert oracle == ["KeyUnavailable"], got
     got = subprocess.run(["runuser", "-u", users["instructor"], "--", "env", "-i", str(hub["env"] / "bin" / "python"),
                           "-c", probe], capture_output=True, text=True, cwd="/")
-    assert got.stdout.strip() == "SOLVED", got          # the instructors' group holds the key
+    assert got.stdout.split()[0] == "SOLVED", got          # the instructors' group holds the key
     # every truth the students saw came from the service, which recorded the reveal first
     for who, f in files.items():
         by_service = {e["question"] for e in map(json.loads, f.read_text().splitlines()) if e.get("by") == "service"}
@@ -1164,6 +1172,11 @@ def ledger_term(hub, capsys):
 
     # graded without the ledger: the rewrite earns full points, unflagged
     collect_from_exchange(hub)
+    # what the service kept: no link (the client packs regular files only), the time its own
+    collected = hub["course"] / "submitted" / users["rewriter"] / ASSIGNMENT
+    assert not (collected / "leak").exists() and not (collected / "leak").is_symlink(), sorted(collected.iterdir())
+    stamp = (collected / "timestamp.txt").read_text()
+    assert not stamp.startswith("2020") and stamp.startswith(time.strftime("%Y", time.gmtime())), stamp
     graded = instructor(hub, "grade", ASSIGNMENT, "-q")
     assert "failed 0" in graded, graded
     assert gradebook_scores(hub, users["rewriter"]) == expected_scores("right")
