@@ -28,8 +28,9 @@ Conventions (read these before using a number):
 * ``link_latency`` is an order-of-magnitude per-hop latency in seconds; vendors do not
   publish one, so it is an assumption and its source says so.
 * ``allreduce_latency``: the time of one small AllReduce (the alpha of alpha-beta: launch,
-  protocol, synchronization), where a cited nccl-tests sweep measured it; it replaces the
-  per-hop assumption for that chip (``course_lib.topology``). Absent: hops x ``link_latency``.
+  protocol, synchronization), where a cited nccl-tests sweep measured it: a floor under every
+  AllReduce on that system, ring or summed in the switch; the hops x ``link_latency`` count
+  only where longer (``course_lib.topology``). Absent: hops x ``link_latency``, an assumption.
 * ``interconnect_link_usable_bandwidth``: per link and direction, what the vendor says a link
   really carries where its own material gives a figure below the line rate (MI300X xGMI).
 * ``tdp`` in watts; ``None`` where the vendor publishes none.
@@ -62,12 +63,16 @@ _NVLS_SRC = ("NVIDIA NVLink SHARP (NVLS): the NVSwitch chips of HGX H100/H200 (t
              "default'). The A100's and V100's NVSwitch cannot reduce")
 
 _NVLS_ALLREDUCE_LATENCY_SRC = (
-    "Measured, not a datasheet figure: nccl-tests AllReduce (NVLS) on 8 NVSwitch-connected H200 "
-    "SXM (Azure ND H200 v5, NCCL 2.20.5; course_lib.measurements): 1 KiB to 512 KiB take 30-31 us, "
-    "the bandwidth term under 1.2 us of it. The 1 KiB row prints busbw 0.06 GB/s: t = 1024 x 1.75 / "
-    "0.06e9 = 29.9 us, and 27.6 us at the top of its rounding (0.065); 27.5 us is taken, so no "
-    "printed row is faster than the model. HGX H100 has the same third-generation NVSwitch and "
-    "NVLink 4, so the H100 takes the H200's figure")
+    "Measured, not a datasheet figure: nccl-tests AllReduce on 8 NVSwitch-connected H200 SXM (Azure "
+    "ND H200 v5, NCCL 2.20.5, a sweep Azure labels 'NVLS algorithm'; course_lib.measurements): 1 KiB "
+    "to 512 KiB take 30-31 us, the bandwidth term under 1.2 us of it. The 1 KiB row prints busbw "
+    "0.06 GB/s: t = 1024 x 1.75 / 0.06e9 = 29.9 us, and 27.6 us at the top of its rounding (0.065); "
+    "27.5 us is taken, so no printed row is faster than the model. nccl-tests times the AllReduce "
+    "NCCL runs at each size, and NCCL's tuner picks the algorithm and protocol per size (at a few "
+    "KiB a ring or tree with the LL protocol, not NVLS), so this is a floor for any AllReduce on "
+    "the system, a ring's as much as NVLS's; the source does not print its NCCL settings. HGX H100 "
+    "has the same third-generation NVSwitch and NVLink 4, so the H100 takes the H200's figure; "
+    "smaller groups on the board take the 8-GPU figure")
 
 _NVLINK_LATENCY_SRC = (
     "Not a datasheet figure: order of magnitude (~1 us) of GPU-to-GPU peer latency as "

@@ -148,7 +148,8 @@ def _allreduce():
         Measurement(kind="allreduce", hardware="H200", model=None, precision="fp32", batch_size=1,
                     tp=8, quantity="bus_bandwidth", value=busbw * 1e9,
                     setting=("nccl-tests AllReduce over the 8 NVSwitch-connected H200 SXM of an Azure "
-                             "ND H200 v5 VM, NCCL 2.20.5, NVLS algorithm (NVLink SHARP), in-place, "
+                             "ND H200 v5 VM, NCCL 2.20.5, labelled 'NVLS algorithm' (NVLink SHARP) by "
+                             "Azure; NCCL picks the algorithm per message size, in-place, "
                              f"{2**(10 + i):,} bytes, bus bandwidth {busbw} GB/s"),
                     source=_AZURE_H200, shape=(2**(10 + i),))
         for i, busbw in enumerate(_AZURE_H200_BUSBW)

@@ -9,10 +9,12 @@
 * With ``tp > 1`` the weights, KV cache and FLOPs are split over ``tp`` GPUs (activation traffic
   too, which slightly flatters TP: norms and residual adds really run replicated; a KV head is
   never split, so with more GPUs than KV heads the cache is replicated) and each layer adds
-  two ring AllReduces of the activations: 2(N−1)/N · bytes / link bandwidth + 2(N−1) · link
-  latency (where the switch sums the data itself, NVLink SHARP on HGX H100/H200/B200:
-  bytes / link bandwidth + the small-message AllReduce time nccl-tests measured there, or
-  2 · link latency where none is cited), reported as ``t_comm`` and not overlapped with
+  two ring AllReduces of the activations: 2(N−1)/N · bytes / link bandwidth + alpha (where the
+  switch sums the data itself, NVLink SHARP on HGX H100/H200/B200: bytes / link bandwidth +
+  alpha). alpha is the larger of the small-message AllReduce time nccl-tests measured on the
+  system (HGX H100/H200: a floor for any algorithm) and 2(N−1) (ring) or 2 (switch) hops of the
+  assumed per-hop link latency; where no sweep is cited it is the assumed hops alone, and
+  ``s.interconnect`` says which. Reported as ``t_comm`` and not overlapped with
   compute. The link bandwidth is the
   share of the chip's links the topology lets one AllReduce use (``course_lib.topology``: all
   of them through an NVSwitch; one link per other GPU on MI300X's point-to-point mesh; two
@@ -48,7 +50,7 @@ from . import sensitivity
 from .formatting import fmt_time
 from .roofline import _sums, layer_traffic, regime, traffic
 from .units import Q_, to_si
-from .topology import allreduce_seconds, in_switch_reduction, message_latency, ring_link
+from .topology import allreduce_seconds, alpha_words, in_switch_reduction, latency_floor, ring_link
 from .workloads import Knobs, check_batch, precisions, resolve
 
 
@@ -238,8 +240,8 @@ def serve(model, hardware, prompt_tokens=2048, output_tokens=128, batch_size=1, 
     weight-only quantization (math at the fp16 peak); ``precision="int8"`` is W8A8: weight
     matmuls at the int8 peak, attention and the KV cache in fp16 (TensorRT-LLM's default;
     ``kv_precision="int8"`` and ``attention_precision`` change them). ``link_latency``
-    overrides the chip's per-hop latency in the AllReduce term (and its measured per-message
-    latency, ``course_lib.topology``).
+    overrides the chip's per-hop latency in the AllReduce term and drops its measured
+    per-message floor (``course_lib.topology``): alpha is then the hops at that latency alone.
 
     >>> s = serve("Llama3_8B", "H100", prompt_tokens=2048, output_tokens=128, batch_size=8)
     >>> round(s.tpot.m_as("ms"), 2), s.decode.bottleneck
@@ -267,8 +269,9 @@ def serve(model, hardware, prompt_tokens=2048, output_tokens=128, batch_size=1, 
     in_switch = in_switch_reduction(hardware, tp)
     latency = (to_si(link_latency, "time", "link_latency") if link_latency is not None
                else (hardware.link_latency_si or 0.0))
-    # a measured small-message AllReduce time (NVLS), unless a per-hop latency is given
-    measured = message_latency(hardware, tp) if link_latency is None else None
+    # the measured small-message AllReduce time, a floor under the hops (ring or switch), unless
+    # a per-hop latency is given
+    measured = latency_floor(hardware, tp) if link_latency is None else None
     L, d = model.config.n_layers, model.config.d_model
     kv_shard = _kv_shard(model, tp)
 
@@ -318,7 +321,9 @@ def serve(model, hardware, prompt_tokens=2048, output_tokens=128, batch_size=1, 
     weights, kv_per_seq, per_gpu_mem, fits, max_b = _memory(model, hardware, prec, bkv_, P + T, B, tp, kv_shard)
     e2e = prefill.latency_si + (T - 1) * decode.latency_si
     return Serving(model=model, hardware=hardware, precisions=prec, knobs=knobs, tp=tp,
-                   interconnect=f"{link_name}, {link_bw / 1e9:.0f} GB/s per direction" if tp > 1 else None,
+                   interconnect=(f"{link_name}, {link_bw / 1e9:.0f} GB/s per direction; "
+                                 + alpha_words(hardware, tp, link_latency=None if link_latency is None else latency))
+                   if tp > 1 else None,
                    perturbation=sensitivity.current().describe(),
                    batch_size=B, prompt_tokens=P, output_tokens=T, prefill=prefill, decode=decode,
                    e2e_latency_si=e2e, kv_cache_bytes_si=B * kv_per_seq, weight_bytes_si=weights,

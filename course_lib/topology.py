@@ -19,10 +19,23 @@ Whether one AllReduce over a group of N GPUs can use them all depends on the wir
   8 chips 2x4) without wraparound, so its corner chips have two neighbours and a ring through
   the slice sends on two ports; a pair of neighbours shares one.
 
-**alpha, the latency term.** Where a cited nccl-tests sweep measured small AllReduces on the
-chip (``allreduce_latency``: NVLS on HGX H100/H200, ~30 us at 1-512 KiB), that time is paid by
-every AllReduce. Elsewhere it is 2(N-1) hops (a ring) or 2 (in the switch) of the per-hop
-``link_latency``, an order-of-magnitude assumption its source names.
+**alpha, the latency term.** Every AllReduce pays the larger of two latencies:
+
+* a **measured floor** (``allreduce_latency``, :func:`latency_floor`) where a cited nccl-tests
+  sweep timed small AllReduces on the system: 27.5 us on HGX H100/H200 (8 H200 SXM, Azure ND
+  H200 v5, NCCL 2.20.5: 1 KiB to 512 KiB all take 30-31 us). nccl-tests times whatever
+  AllReduce NCCL runs at each size; Azure labels the sweep "NVLS algorithm", but NCCL's tuner
+  picks the algorithm and protocol per message size, and at a few KiB it runs a ring or tree
+  with the LL protocol rather than NVLS, whose fixed cost is the larger. So the small-message
+  time is a floor for an AllReduce on that NVSwitch system whichever algorithm runs it, a ring
+  as much as the switch's own reduction, and the model charges it to both. (The source does
+  not print its NCCL settings; had the run forced NVLS at every size, a ring could be faster at
+  the smallest messages than this floor.) The sweep is of 8 GPUs; smaller groups on the same
+  board take the same floor.
+* the **hops**: 2(N-1) (a ring) or 2 (summed in the switch) of the per-hop ``link_latency``,
+  an order-of-magnitude **assumption** (~1 us, no vendor publishes one) that its source names.
+  It is all of alpha where no sweep is cited (A100, H100 PCIe, B200, MI300X, TPU v5e) and
+  counts on a system with a floor only where it is larger.
 
 >>> from course_lib import Hardware
 >>> [round(ring_link(Hardware.MI300X, n)[1] / 1e9) for n in (2, 4, 8)]      # GB/s per direction
@@ -31,6 +44,10 @@ every AllReduce. Elsewhere it is 2(N-1) hops (a ring) or 2 (in the switch) of th
 (100, 450)
 >>> in_switch_reduction(Hardware.H100, 8), in_switch_reduction(Hardware.A100, 8)
 (True, False)
+>>> [round(alpha(Hardware.H100, 8, in_switch=s) * 1e6, 1) for s in (True, False)]   # us: the floor
+[27.5, 27.5]
+>>> round(alpha(Hardware.A100, 8) * 1e6, 1)                     # us: 14 hops x 1 us, assumed
+14.0
 """
 from __future__ import annotations
 
@@ -97,53 +114,106 @@ def in_switch_reduction(hardware, tp: int) -> bool:
 def allreduce_seconds(nbytes, n, link_bandwidth, link_latency, in_switch=False, message_latency=None):
     """One AllReduce of `nbytes` over `n` GPUs. A ring: 2(n−1)/n · bytes / BW + 2(n−1) ·
     latency; summed in the switch (`in_switch`): bytes / BW + 2 · latency. A measured
-    `message_latency` (seconds per AllReduce) replaces the hops' latency.
+    `message_latency` (seconds per AllReduce, :func:`latency_floor`) is a floor under the hops'
+    latency: alpha = max(message_latency, hops · link_latency).
 
     >>> allreduce_seconds(1e9, 8, 1e11, 0.0), allreduce_seconds(1e9, 8, 1e11, 0.0, in_switch=True)
     (0.0175, 0.01)
     >>> allreduce_seconds(16384, 8, 4.5e11, 1e-6, in_switch=True, message_latency=27.5e-6) * 1e6
     27.5364...
+    >>> allreduce_seconds(16384, 8, 4.5e11, 1e-6, message_latency=27.5e-6) * 1e6      # a ring: 27.5 > 14 x 1
+    27.5637...
     """
     if n == 1:
         return 0.0 * nbytes
     beta = nbytes / link_bandwidth if in_switch else 2 * (n - 1) / n * nbytes / link_bandwidth
-    if message_latency is not None:
-        return message_latency + beta
-    return beta + (2 if in_switch else 2 * (n - 1)) * link_latency
+    hops = (2 if in_switch else 2 * (n - 1)) * link_latency
+    return beta + (hops if message_latency is None else max(message_latency, hops))
 
 
-def message_latency(hardware, tp: int):
-    """The measured seconds one AllReduce over `tp` GPUs costs however small (``allreduce_latency``,
-    NVLS on HGX H100/H200), or None where the model falls back on hops x ``link_latency``."""
+def latency_floor(hardware, tp: int):
+    """The measured seconds any AllReduce over `tp` GPUs of `hardware` costs however small
+    (``allreduce_latency``: nccl-tests' small messages on HGX H100/H200), a ring's as much as
+    one summed in the switch; None where no sweep is cited and alpha is the assumed hops alone.
+
+    >>> from course_lib import Hardware
+    >>> latency_floor(Hardware.H100, 8), latency_floor(Hardware.A100, 8)
+    (2.75e-05, None)
+    """
     measured = getattr(hardware, "allreduce_latency_si", None)
-    return measured if tp > 1 and measured is not None and in_switch_reduction(hardware, tp) else None
+    limit = hardware.interconnect_max_gpus
+    return measured if tp > 1 and measured is not None and (limit is None or tp <= limit) else None
 
 
-def alpha(hardware, tp: int) -> float:
-    """The latency term of one AllReduce over `tp` GPUs of `hardware`, in seconds."""
-    return allreduce_time(hardware, 0.0, tp)
+#: the name serving.py imports
+message_latency = latency_floor
 
 
-def allreduce_time(hardware, nbytes, tp: int, link_latency=None) -> float:
+def _in_switch(hardware, tp, in_switch):
+    if in_switch is None:
+        return in_switch_reduction(hardware, tp)
+    if in_switch and not in_switch_reduction(hardware, tp):
+        raise CourseError(f"{hardware.name}: {tp} GPUs cannot sum in the switch (no NVLink SHARP here).")
+    return bool(in_switch)
+
+
+def alpha(hardware, tp: int, in_switch=None) -> float:
+    """The latency term of one AllReduce over `tp` GPUs of `hardware`, in seconds: the larger of
+    the measured floor (:func:`latency_floor`) and the assumed hops. `in_switch` None: what the
+    chip runs (summed in the switch where it can); False: a ring."""
+    return allreduce_time(hardware, 0.0, tp, in_switch=in_switch)
+
+
+def alpha_words(hardware, tp: int, in_switch=None, link_latency=None) -> str:
+    """Where alpha comes from, in words, for a result's notes: measured (and from what) or assumed.
+
+    >>> from course_lib import Hardware
+    >>> alpha_words(Hardware.A100, 8)
+    'AllReduce latency 14.0 us = 14 hops x 1 us (assumed per-hop latency, no measurement cited)'
+    """
+    if tp == 1:
+        return ""
+    switch = _in_switch(hardware, tp, in_switch)
+    n_hops = 2 if switch else 2 * (tp - 1)
+    if link_latency is not None:
+        hop = float(link_latency)
+        return f"AllReduce latency {n_hops * hop * 1e6:.1f} us = {n_hops} hops x {hop * 1e6:g} us (given)"
+    hop = hardware.link_latency_si or 0.0
+    hops = f"{n_hops} hops x {hop * 1e6:g} us"
+    floor = latency_floor(hardware, tp)
+    if floor is None:
+        return (f"AllReduce latency {n_hops * hop * 1e6:.1f} us = {hops} "
+                "(assumed per-hop latency, no measurement cited)")
+    if floor >= n_hops * hop:
+        return (f"AllReduce latency {floor * 1e6:.1f} us (measured floor, nccl-tests small messages; "
+                f"above the assumed {hops})")
+    return (f"AllReduce latency {n_hops * hop * 1e6:.1f} us = {hops} (assumed; above the measured "
+            f"{floor * 1e6:.1f} us floor)")
+
+
+def allreduce_time(hardware, nbytes, tp: int, link_latency=None, in_switch=None) -> float:
     """Seconds of one AllReduce of `nbytes` (per GPU) over `tp` GPUs of `hardware`, as ``serve``
-    models it: the measured per-message latency (or hops x per-hop latency, or `link_latency`
-    per hop where given) plus bytes over the share of the links its topology allows
-    (``ring_link``), as a ring or summed in the switch. A bound: no AllReduce is faster.
+    models it: alpha, the larger of the measured floor and the hops x per-hop latency (or
+    `link_latency` per hop alone, where given), plus bytes over the share of the links its
+    topology allows (``ring_link``), summed in the switch where the chip can (`in_switch` None)
+    or as a ring (`in_switch=False`). A bound: no AllReduce is faster.
 
     >>> from course_lib import Hardware
     >>> round(allreduce_time(Hardware.A100, 2**30, 8, link_latency=0) * 1e3, 2)   # ms: a ring, 1.75 x 1 GiB / 300 GB/s
     6.26
     >>> round(allreduce_time(Hardware.H100, 16384, 8) * 1e6, 1)     # us: 27.5 us measured + 16 KiB / 450 GB/s
     27.5
+    >>> round(allreduce_time(Hardware.H100, 16384, 8, in_switch=False) * 1e6, 1)   # a ring pays the same floor
+    27.6
     """
     if tp == 1:
         return 0.0
+    switch = _in_switch(hardware, tp, in_switch)
     if link_latency is None:
-        hop, measured = (hardware.link_latency_si or 0.0), message_latency(hardware, tp)
+        hop, measured = (hardware.link_latency_si or 0.0), latency_floor(hardware, tp)
     else:
         hop, measured = float(link_latency), None
-    return allreduce_seconds(nbytes, tp, ring_link(hardware, tp)[1], hop, in_switch_reduction(hardware, tp),
-                             measured)
+    return allreduce_seconds(nbytes, tp, ring_link(hardware, tp)[1], hop, switch, measured)
 
 
 def seed_network_seconds(model, hardware, tp: int, tokens: int, bytes_per_element: float = 2.0) -> float:

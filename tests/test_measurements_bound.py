@@ -87,7 +87,21 @@ def test_the_measured_latency_is_no_slower_than_any_small_message_even_at_its_ro
             hw = Hardware.get(m.hardware)
             assert hw.allreduce_latency_si + nbytes / hw.interconnect_bandwidth_si <= fastest, m.shape
     assert Hardware.H100.allreduce_latency_si == Hardware.H200.allreduce_latency_si   # same NVSwitch, NVLink 4
+    assert "floor for any AllReduce" in Hardware.H100.sources["allreduce_latency"]
     assert "nccl-tests" in Hardware.H100.sources["allreduce_latency"]
+
+
+def test_the_floor_charged_to_a_ring_is_below_every_small_measured_message():
+    """The floor is NCCL's small-message time whichever algorithm it ran, so the model charges it to
+    a ring too: the ring's modelled time (floor + 2(n-1)/n S / BW) stays at or below every measured
+    point up to 512 KiB."""
+    from course_lib.measurements import allreduce_seconds
+    from course_lib.topology import allreduce_time
+
+    small = [m for m in ALLREDUCE if m.hardware == "H200" and m.shape[0] <= 2**19]
+    assert len(small) == 10
+    for m in small:
+        assert allreduce_time(Hardware.H200, m.shape[0], m.tp, in_switch=False) <= allreduce_seconds(m), m.shape
 
 
 def test_a_switch_that_reduces_is_what_makes_the_h200_measurement_possible():

@@ -4,7 +4,7 @@ import pytest
 
 from course_lib import Hardware
 from course_lib.measurements import allreduce_seconds, find
-from course_lib.topology import allreduce_time, alpha, ring_link
+from course_lib.topology import allreduce_time, alpha, alpha_words, latency_floor, ring_link
 
 SMALL, LARGE = 16 * 2**10, 2**30          # a decode step's activations; a big gradient bucket
 
@@ -15,6 +15,31 @@ def test_switch_with_nvls_small_and_large_by_hand():
     assert allreduce_time(h, SMALL, 8) == pytest.approx(27.5e-6 + 16384 / 450e9)
     assert allreduce_time(h, LARGE, 8) == pytest.approx(27.5e-6 + 2**30 / 450e9)
     assert alpha(h, 4) == alpha(h, 8) == pytest.approx(27.5e-6)           # one trip to the switch and back
+
+
+def test_a_ring_on_the_nvls_board_pays_the_same_measured_floor_by_hand():
+    """H100 SXM forced to a ring: nccl-tests' small-message time is what NCCL's chosen AllReduce
+    takes at that size (not NVLS there), so it floors a ring too: max(27.5 us, 2(n-1) x 1 us)."""
+    h = Hardware.H100
+    assert latency_floor(h, 8) == pytest.approx(27.5e-6)
+    assert allreduce_time(h, SMALL, 8, in_switch=False) == pytest.approx(27.5e-6 + 1.75 * 16384 / 450e9)
+    assert allreduce_time(h, LARGE, 4, in_switch=False) == pytest.approx(27.5e-6 + 1.5 * 2**30 / 450e9)
+    assert alpha(h, 8, in_switch=False) == alpha(h, 8) == pytest.approx(27.5e-6)
+    for n in (2, 4, 8):                    # the ring is never faster than the switch, at any size
+        for nbytes in (0, SMALL, LARGE):
+            assert allreduce_time(h, nbytes, n, in_switch=False) >= allreduce_time(h, nbytes, n)
+    # the hops count only where longer than the floor: with 3 us per hop, 14 x 3 = 42 us > 27.5
+    from course_lib.topology import allreduce_seconds
+    assert allreduce_seconds(SMALL, 8, 450e9, 3e-6, message_latency=27.5e-6) == pytest.approx(
+        42e-6 + 1.75 * 16384 / 450e9)
+    assert "measured floor" in alpha_words(h, 8, in_switch=False)
+
+
+def test_where_no_measurement_is_cited_alpha_is_an_assumption_and_says_so():
+    for chip, n in (("A100", 8), ("H100_PCIe", 2), ("B200", 8), ("MI300X", 8), ("TPUv5e", 4)):
+        hw = Hardware.get(chip)
+        assert latency_floor(hw, n) is None, chip
+        assert "assumed" in alpha_words(hw, n), chip
 
 
 def test_switch_without_in_switch_reduction_is_a_ring_by_hand():

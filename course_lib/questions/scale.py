@@ -7,7 +7,8 @@ pipeline. Llama-3-70B, fp16, on HGX H100s (NVSwitch with NVLink SHARP) unless a 
 Every question has per-student variants (EVERY_QUESTION_VARIES):
 the model and chip of Q1, the model, chip and group of Q2, the chip and prompt of Q3, the group
 and prompt of Q4, the chip and group of Q5. The chips drawn for Q2-Q5 are the HGX H100 and H200,
-whose NVLink SHARP AllReduce latency is measured (nccl-tests); other chips are in the explorer.
+whose small-message AllReduce time is measured (nccl-tests), a floor for a ring and NVLink SHARP
+alike (``course_lib.topology.latency_floor``); other chips are in the explorer.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from .core import Solution, Truth, question
 CHIP, MODEL, PROMPT, OUTPUT = "H100", "Llama3_70B", 2048, 128
 GROUPS = (1, 2, 4, 8)
 EVERY_QUESTION_VARIES = True
-#: the chips of Q2-Q5's variants: HGX boards whose NVLS AllReduce latency is measured
+#: the chips of Q2-Q5's variants: HGX boards whose small-message AllReduce time is measured
 NVLS_CHIPS = ["H100", "H200"]
 
 
@@ -159,18 +160,17 @@ def q3(chip, prompt):
         work=work)
 
 
-def _bytes_decide(gpus, prompt) -> str | None:
+def _floor_decides(gpus, prompt) -> str | None:
     """Why a variant of Q4 would hinge on the ring's assumed per-hop latency (an order of
-    magnitude, not a measurement) rather than the bytes: the ring comes out at most 10% slower
-    than NVLS, or faster. None where the bytes decide."""
-    from ..topology import allreduce_seconds, allreduce_time
+    magnitude, not a measurement) rather than on the bytes and the measured floor: the ring's
+    2(N-1) hops outlast the measured small-message time. None where the floor is the larger."""
+    from ..topology import latency_floor
 
-    m, hw = _setting()
-    nbytes = prompt * m.config.d_model * 2
-    ratio = allreduce_seconds(nbytes, gpus, hw.interconnect_bandwidth_si, hw.link_latency_si) / \
-        allreduce_time(hw, nbytes, gpus)
-    return (f"ring / NVLS = {ratio:.2f}: the ring's assumed hop latency, not the bytes, would decide"
-            if ratio < 1.1 else None)
+    _, hw = _setting()
+    hops = 2 * (gpus - 1) * hw.link_latency_si
+    floor = latency_floor(hw, gpus)
+    return (f"the ring's {2 * (gpus - 1)} assumed hops ({hops * 1e6:.0f} us) outlast the measured floor"
+            if floor is None or hops > floor else None)
 
 
 # ---- Q4 -----------------------------------------------------------------------------------------
@@ -181,31 +181,34 @@ def _bytes_decide(gpus, prompt) -> str | None:
           # bytes-alone mistake 2(N-1)/N
           space={"gpus": [4, 8], "prompt": [1024, 2048, 3072]},
           labels={"gpus": "{value} H100s", "prompt": "prompt {value} tokens"},
-          assumes=lambda gpus, prompt: _bytes_decide(gpus, prompt))
+          assumes=lambda gpus, prompt: _floor_decides(gpus, prompt))
 def q4(gpus, prompt):
-    from ..topology import allreduce_seconds, allreduce_time
+    from ..topology import alpha, allreduce_time, latency_floor
 
     m, hw = _setting()
     nbytes = prompt * m.config.d_model * 2
     bw, hop = hw.interconnect_bandwidth_si, hw.link_latency_si
     nvls = allreduce_time(hw, nbytes, gpus)
-    ring = allreduce_seconds(nbytes, gpus, bw, hop)
+    ring = allreduce_time(hw, nbytes, gpus, in_switch=False)
     truth = ring / nvls
     share = 2 * (gpus - 1) / gpus
 
     def work():
+        floor = latency_floor(hw, gpus)
         print(f"message: {prompt} x {m.config.d_model} x 2 B = {nbytes:,} B")
-        print(f"ring : 2({gpus}-1)/{gpus} x {nbytes:,} / {bw:.3g} + {2 * (gpus - 1)} x {hop * 1e6:.0f} us "
+        print(f"latency: the measured small-message floor {floor * 1e6:.1f} us, for any algorithm "
+              f"(the ring's {2 * (gpus - 1)} hops x {hop * 1e6:.0f} us assumed and NVLS's 2 are shorter)")
+        print(f"ring : 2({gpus}-1)/{gpus} x {nbytes:,} / {bw:.3g} + {alpha(hw, gpus, in_switch=False) * 1e6:.1f} us "
               f"= {ring * 1e6:.1f} us")
-        print(f"NVLS : {nbytes:,} / {bw:.3g} + {hw.allreduce_latency_si * 1e6:.1f} us (measured) = {nvls * 1e6:.1f} us")
+        print(f"NVLS : {nbytes:,} / {bw:.3g} + {alpha(hw, gpus) * 1e6:.1f} us = {nvls * 1e6:.1f} us")
         print(f"ring / NVLS = {truth:.3f}  (bytes alone: {share:.3g})")
 
     return Solution(
         {"q4_ratio": Truth(truth, mistakes={"no-comm-latency": share, "inverted-ratio": 1 / truth},
-                           explanation="A ring moves 2(N-1)/N of the buffer per GPU, the switch 1; each also "
-                                       "pays its latency, which narrows the gap at this size.")},
-        hint="Bytes each GPU sends: 2(N-1)/N of the buffer in a ring, once with NVLS; then add each one's "
-             "latency term as the question gives it.",
+                           explanation="A ring moves 2(N-1)/N of the buffer per GPU, the switch 1; both also "
+                                       "pay the same measured latency floor, which narrows the gap at this size.")},
+        hint="Bytes each GPU sends: 2(N-1)/N of the buffer in a ring, once with NVLS; then add the latency "
+             "both pay (the setup cell prints it).",
         work=work)
 
 
@@ -250,7 +253,8 @@ TAKEAWAYS = """\
   activations) are latency-bound; prefill's (the whole prompt's) turn bandwidth-bound once the
   prompt's bytes over the link outlast the latency (some hundreds of tokens on HGX H100).
 * A switch that sums the data (NVLink SHARP) sends each buffer once instead of a ring's
-  2(N-1)/N times; it wins on large messages.
+  2(N-1)/N times. At decode's small messages both pay the same measured latency floor, so they
+  tie; the switch pulls ahead as the messages grow, towards 2(N-1)/N on large ones.
 * A pipeline keeps the latency of one GPU per token and buys throughput only with a batch per
   stage in flight; tensor parallelism cuts the latency, with diminishing tokens/s per GPU.
 * The seeds' T_network charges every hop the whole activation and ignores latency: too slow for
