@@ -1086,8 +1086,26 @@ def test_the_ledger_catches_a_rewritten_record(capsys):
     honest student "vouched" with full points. The ledger's files: written by the service's user
     only, unreadable to students. The answer key: not importable by a student; every truth shown
     came from the course service, which recorded the reveal."""
-    with running_hub(["honest", "rewriter"]) as hub, hub_log_on_failure(hub):
+    with running_hub(["honest", "rewriter", "patcher"]) as hub, hub_log_on_failure(hub):
         ledger_term(hub, capsys)
+
+
+# A student's flood of the course service: 300 connections held open, as that student's own uid
+# (the interpreter's modules imported before the connections, so nothing else is needed)
+FLOOD = r"""
+import socket, sys, time
+held = []
+for _ in range(300):
+    try:
+        held.append(socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5))
+    except OSError:
+        pass
+print("FLOODING", len(held), flush=True)
+sys.stdin.read()
+"""
+
+# What a student can put in a cell: switch off the kernel's own record of each reveal
+PATCH = "import course_lib.exercises.checks as _checks\n_checks.reveal = lambda *questions: None\n"
 
 
 def ledger_term(hub, capsys):
@@ -1119,8 +1137,41 @@ def ledger_term(hub, capsys):
         out = b.terminal([f"cd ~/{folder} && ln -s {hub['course']}/solutions leak && "
                           f"echo '2020-01-01 00:00:00.000000 UTC' > timestamp.txt; echo DONE-$((6*7))"], until="DONE-42")
 
-    honest = student_round_trip(hub, "honest", right_answers())
+    # the patcher switches the kernel's record of each reveal off in their first answer cell,
+    # answers wrong, sees every truth (Validate), answers right, validates again: their record
+    # holds no reveal at all, so it grades the right answers
+    first = next(meta(c)["grade_id"] for c in read_source(next((REPO / "solutions" / ASSIGNMENT).glob("*.ipynb"))).cells
+                 if c.cell_type == "code" and meta(c).get("solution"))
+
+    def patched(answers: dict) -> dict:
+        return {**answers, first: PATCH + answers[first]}
+
+    def patch(b, folder, name):
+        nb = b.get(f"api/contents/{folder}/{name}", params={"content": 1}).json()["content"]
+        right = patched(right_answers())
+        for cell in nb["cells"]:
+            gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+            if gid in right:
+                cell["source"] = right[gid]
+        b.put(f"api/contents/{folder}/{name}", json={"type": "notebook", "format": "json", "content": nb}) \
+            .raise_for_status()
+        b.post("assignments/validate", data={"path": f"{folder}/{name}"}).raise_for_status()
+        kinds = [e["kind"] for e in map(json.loads, (hub["home"]["patcher"] / folder / ".predictions.jsonl")
+                                        .read_text().splitlines())]
+        assert "reveal" not in kinds and "revise" in kinds, kinds
+
+    # the patcher floods the service while the honest student works
+    port = ledger["url"].rsplit(":", 1)[1]
+    flood = subprocess.Popen(["runuser", "-u", users["patcher"], "--", str(hub["env"] / "bin" / "python"), "-c",
+                              FLOOD, port], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd="/")
+    try:
+        assert flood.stdout.readline().startswith("FLOODING"), "the flood did not start"
+        honest = student_round_trip(hub, "honest", right_answers())
+    finally:
+        flood.stdin.close()
+        flood.wait(30)
     student_round_trip(hub, "rewriter", wrong_answers(), before_submit=rewrite)
+    student_round_trip(hub, "patcher", patched(wrong_answers()), before_submit=patch)
     hub["timings"]["two students (one rewrites their record)"] = time.monotonic() - t0
 
     # the ledger: the service's user writes it, the instructors' group reads it, students neither
@@ -1145,7 +1196,7 @@ def ledger_term(hub, capsys):
     def exported() -> dict:
         instructor(hub, "export", "--out", str(course / "grades.csv"))
         return {w: r for r in csv.DictReader((course / "grades.csv").open())
-                for w in ("honest", "rewriter") if r["student_id"] == users[w]}
+                for w in ("honest", "rewriter", "patcher") if r["student_id"] == users[w]}
 
     # the answer key is not the student's to import: the environment's course_lib is closed to them,
     # their copy (the server's PYTHONPATH) has stubs for solvers, and the hidden check refuses
@@ -1195,10 +1246,14 @@ def ledger_term(hub, capsys):
     assert re.search(r"the ledger has .+ committed for Q\w+ before its first reveal .+; the record grades", flag), flag
     assert (rows["honest"][f"{ASSIGNMENT}/flag"], rows["honest"][f"{ASSIGNMENT}/ledger"]) == ("", VOUCHED), \
         rows["honest"]
-    assert sorted(flagged_in_gradebook(hub).items()) == sorted([(users["honest"], False), (users["rewriter"], True)])
+    assert sorted(flagged_in_gradebook(hub).items()) == sorted([(users["honest"], False), (users["rewriter"], True),
+                                                               (users["patcher"], True)])
     # and graded on what the service received before each reveal, not on the rewritten record
     assert gradebook_scores(hub, users["rewriter"]) == expected_scores("wrong")
     assert gradebook_scores(hub, users["honest"]) == expected_scores("right")
+    # the patcher's kernel recorded no reveal before the right answers; the service did
+    assert gradebook_scores(hub, users["patcher"]) == expected_scores("wrong")
+    assert rows["patcher"][f"{ASSIGNMENT}/ledger"] == DIFFERS, rows["patcher"]
     report = instructor(hub, "report", ASSIGNMENT)
     assert f"FLAGGED: {users['rewriter']} (" in report and DIFFERS in report, report
     assert f"FLAGGED: {users['honest']} (" not in report, report

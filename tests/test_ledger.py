@@ -354,3 +354,31 @@ def test_with_a_ledger_the_ledger_is_graded_not_the_record(service, notebook_fol
     assert _graded(graded, entries, 1.0).rule is Rule.COMMITTED
     # a ledger that holds nothing of this student: no record, whatever the notebook carries
     assert G.graded_record([], QUESTIONS, forged).present is False
+
+
+def test_a_replayed_record_earns_nothing_where_the_service_is_the_answer_key(service, notebook_folder, monkeypatch):
+    """bob hands in ann's notebook and posts her record's events with his own token: his ledger
+    then holds her commits and her kernel's reveals, but the service never showed bob a truth.
+    Where the service is the answer key only its own reveals count, and the truths bob's
+    notebook shows earn no correctness points."""
+    from autograder.integrity.predictions import Rule
+
+    url, store = service
+    work(notebook_folder, first=4.0)                 # ann's work, off the hub
+    record = read_record(notebook_folder, "lesson", QUESTIONS)
+    on_hub(monkeypatch, url, token="tok-bob")
+    for e in P.load_record(notebook_folder / P.RECORD_FILE):      # replayed, event by event, as bob
+        assert L.post(e, notebook_folder)
+    entries = G.load(str(store))["bob"]
+    assert {e["kind"] for e in entries} == {"commit", "reveal"} and not any(e.get("by") for e in entries)
+    record.shown = ["hello_q1"]                      # her verify cell's output, handed in with it
+    as_before = G.graded_record(entries, QUESTIONS, record)
+    assert _graded(as_before, entries, 4.0).rule is Rule.COMMITTED          # kernels' reveals counted: paid
+    graded = G.graded_record(entries, QUESTIONS, record, answers_from_the_service=True)
+    assert graded.foreign == ["hello_q1"]
+    d = _graded(graded, entries, 4.0)
+    assert d.withheld and d.rule is Rule.SHOWN and "never showed it" in d.reason.message, d
+    # and the grader learns that the service is the answer key from the ledger's folder
+    assert G.answers_from_service(str(store.parent)) is False
+    (store / G.ANSWER_KEY_MARKER).write_text("")
+    assert G.answers_from_service(str(store.parent)) is True

@@ -395,6 +395,12 @@ def test_publish_never_ships_the_variant_secret(tmp_path, monkeypatch):
     out = publish(checkout, REPO / "notebooks", source, tmp_path / "students", repository="o/r")
     assert not [f for f in out.files if secret in (out.dest / f).read_bytes()]
     assert not any(".autograder" in f for f in out.files)
+    # nor the answer key: no solver, no take-aways; the lesson's own truths as practice data only
+    from autograder.authoring.student_build import key_problems
+
+    assert key_problems(out.dest / "course_lib", practice=True) == []
+    assert key_problems(checkout / "course_lib"), "the instructor's copy holds the key: the check can fail"
+    assert "course_lib/questions/practice.json" in out.files and "course_lib/questions/admissible.json" in out.files
     (checkout / "course_lib" / "notes.txt").write_bytes(b"the key: " + secret)     # pasted by mistake
     with pytest.raises(SystemExit, match="variant secret"):
         publish(checkout, REPO / "notebooks", source, tmp_path / "students", repository="o/r")

@@ -373,7 +373,8 @@ def grade_one(job: dict) -> Graded:
         out.variant = expected
         with budget("reading the prediction record handed in"):
             records = _prediction_records(mine, tests)
-            hub_ledger.apply(out, records, tests, job.get("ledger"))     # --ledger: the hub's copy
+            hub_ledger.apply(out, records, tests, job.get("ledger"),     # --ledger: the hub's copy
+                             job.get("answers_from_the_service", False))
             out.predictions += variants.mismatches(records, expected)
         with budget("reading its notebooks"):
             # read: nbgrader clears the outputs before it runs anything; cleared here, it does

@@ -171,9 +171,11 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
     with RunDir("grade") as run:
         job_base = _preflight(course, assignment, run.path, limits, sandbox, packages, force, summary)
         records, extensions = _gradebook_entries(course, assignment, todo)
+        from_service = bool(ledger) and hub_ledger.answers_from_service(ledger)   # only its reveals count
         jobs_of = {s: {**job_base, "student": s, "slot": str(i), "submitted": str(course.submitted / s / assignment),
                        "student_record": records.get(s), "variant_key": keys[s], "no_record": no_record,
-                       "ledger": ledger_entries[s], "extension": extensions.get(s)} for i, s in enumerate(todo)}
+                       "ledger": ledger_entries[s], "extension": extensions.get(s),
+                       "answers_from_the_service": from_service} for i, s in enumerate(todo)}
         bar = Progress(len(todo), f"grading {assignment}", stream) if progress else None
         _run_workers(course, assignment, run.path, todo, jobs_of, fps, sandbox, jobs, summary, bar)
     summary.seconds = time.monotonic() - t0

@@ -221,18 +221,42 @@ def check(records: dict, questions: dict, entries: list | None) -> dict:
     return {"status": Vouch.DIFFERS if problems else Vouch.VOUCHED, "problems": problems}
 
 
-def graded_record(entries: list, questions, handed_in):
+#: the marker the course service leaves in its ledger's folder when it is the answer key
+ANSWER_KEY_MARKER = "ANSWER_KEY"
+
+
+def answers_from_service(source: str) -> bool:
+    """Whether the hub behind the ledger `source` shows truths only through its answer key (the
+    course service's reveals): its folder holds ANSWER_KEY_MARKER, or its URL says so."""
+    if source.startswith(("http://", "https://")):
+        try:
+            with urllib.request.urlopen(source.rstrip("/") + "/", timeout=60) as r:
+                data = json.loads(r.read(1 << 16))
+        except (urllib.error.URLError, OSError, ValueError) as e:
+            raise LedgerUnavailable(f"--ledger {source}: cannot read it ({e})") from None
+        return isinstance(data, dict) and data.get("answer_key") is True
+    path = Path(source)
+    if (path / "ledger").is_dir():
+        path = path / "ledger"
+    return (path / ANSWER_KEY_MARKER).is_file()
+
+
+def graded_record(entries: list, questions, handed_in, answers_from_the_service: bool = False):
     """The record grading reads on a hub (an autograder.integrity.predictions.Record): the
     service's events for `questions`, in the order and at the times it received them, not what
     the notebook says. Replayed or rewritten records change nothing; a reveal the service made
     (the truth it answered) counts though the kernel recorded none. Values too long for the
     ledger are taken from the handed-in event with the same digest; the truths the notebook
-    shows (`handed_in.shown`) still count."""
+    shows (`handed_in.shown`) still count. Where the service is the answer key
+    (`answers_from_the_service`), only its own reveals count (a kernel's posted reveal is a copy:
+    a replayed one proves nothing), and a truth the notebook shows that the service never showed
+    this student is `foreign` (graded with no correctness points)."""
     from autograder.integrity.predictions import Record
 
     questions = set(questions)
     by_digest = {L.digest(e): e for e in [*handed_in.events, *handed_in.copies] if isinstance(e, dict)}
-    mine = sorted((e for e in entries if e.get("question") in questions and e.get("kind") in KINDS),
+    mine = sorted((e for e in entries if e.get("question") in questions and e.get("kind") in KINDS
+                   and not (answers_from_the_service and e.get("kind") == "reveal" and e.get("by") != "service")),
                   key=lambda e: str(e.get("received", "")))
     events = []
     for i, e in enumerate(mine):
@@ -240,10 +264,12 @@ def graded_record(entries: list, questions, handed_in):
         if e["kind"] != "reveal" and not isinstance(values, dict):
             values = (by_digest.get(e.get("digest")) or {}).get("values")
         events.append({"q": e["question"], "kind": e["kind"], "values": values, "t": e.get("received"), "seq": i})
-    return Record(events, [], "hub ledger" if events else "none", [], list(handed_in.shown))
+    revealed = {e["q"] for e in events if e["kind"] == "reveal"}
+    foreign = [q for q in handed_in.shown if q not in revealed] if answers_from_the_service else []
+    return Record(events, [], "hub ledger" if events else "none", [], list(handed_in.shown), foreign)
 
 
-def apply(out, records: dict, tests: dict, entries: list | None) -> None:
+def apply(out, records: dict, tests: dict, entries: list | None, answers_from_the_service: bool = False) -> None:
     """grade_one's hook: the ledger's verdict into the grading result `out` (an
     autograde.Graded: its ledger, and each difference as a flag reason and a prediction-record
     line); with a ledger, each of `records` is replaced by the ledger's (graded_record)."""
@@ -254,7 +280,7 @@ def apply(out, records: dict, tests: dict, entries: list | None) -> None:
     out.ledger = result["status"]
     if entries is not None:         # on a hub, the service's record is the one graded
         for nb in records:
-            records[nb] = graded_record(entries, questions.get(nb, ()), records[nb])
+            records[nb] = graded_record(entries, questions.get(nb, ()), records[nb], answers_from_the_service)
     for nb, lines in result["problems"].items():
         out.flag_reasons.setdefault(nb, []).extend(Reason(Flag.LEDGER_DIFFERS, line) for line in lines)
         out.predictions += [f"{nb}: {line}" for line in lines]

@@ -69,6 +69,7 @@ class Record:
     source: str = "none"                            # "file and notebook", "file", "notebook", "none"
     copies: list = field(default_factory=list)      # the notebook's copies alone, merged
     shown: list = field(default_factory=list)       # questions whose truth the notebook's outputs show
+    foreign: list = field(default_factory=list)     # of those, truths the hub's answer key never showed this student
 
     @property
     def present(self) -> bool:
@@ -309,6 +310,8 @@ def decide(record: Record, question: str, names: list, final_entries: dict, no_r
         raise ValueError(f"--no-record is one of {', '.join(NO_RECORD_POLICIES)}, not {no_record!r}")
     final = {n: e["value"] for n, e in final_entries.items() if isinstance(e, dict) and "value" in e}
     shown = question in record.shown
+    if question in record.foreign:
+        return _foreign_truth(question, final)
     if not record.present:
         if shown:
             return _shown_uncommitted(question, final)
@@ -345,6 +348,17 @@ def _shown_uncommitted(question: str, final: dict) -> Decision:
                                   "the truth is in the notebook's outputs, and no answer was committed before it"),
                     message=f"{label}'s truth is shown in the notebook (its verify cell's output), but no answer to "
                     f"{label} was committed before it, so {label} earns no correctness points (its form and "
+                    "reflection points are not affected).")
+
+
+def _foreign_truth(question: str, final: dict) -> Decision:
+    label = _label(question)
+    return Decision(Rule.SHOWN, None, final, withheld=True,
+                    reason=Reason(Flag.TRUTH_SHOWN_UNRECORDED,
+                                  "the truth is in the notebook's outputs, and the hub's answer key never showed it "
+                                  "to this student (copied from someone else's notebook?)"),
+                    message=f"{label}'s truth is shown in the notebook, but the course service never showed it to "
+                    f"you: it came from somewhere else, so {label} earns no correctness points (its form and "
                     "reflection points are not affected).")
 
 

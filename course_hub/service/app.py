@@ -25,8 +25,13 @@ PREFIX = r"(/services/[\w.-]+)?"
 
 
 class HomeHandler(web.RequestHandler):
+    def initialize(self, answer_key: bool = False):
+        self.answer_key = answer_key
+
     def get(self, _prefix=None):
-        self.finish({"service": "course service", "api": ["/events", "/exchange/", "/key/"]})
+        # answer_key: the truths students see come from here alone (the grader counts only these reveals)
+        self.finish({"service": "course service", "api": ["/events", "/exchange/", "/key/"],
+                     "answer_key": self.answer_key})
 
 
 def make_app(store: Path, auth, service: str = "course", is_instructor=lambda user: False, *,
@@ -54,7 +59,13 @@ def make_app(store: Path, auth, service: str = "course", is_instructor=lambda us
         from . import key
 
         routes += key.routes(PREFIX, common, key.AnswerKey(events, secret, secret_file))
-    routes.append((PREFIX + r"/?", HomeHandler))
+        # the grader reading the ledger's folder learns it the same way (autograder.integrity.ledger)
+        (store / "ledger" / "ANSWER_KEY").write_text(
+            "This course service is the answer key: the truths students see come from it alone, and the\n"
+            "grader counts only its reveals (autograder.integrity.ledger.answers_from_service).\n")
+    else:
+        (store / "ledger" / "ANSWER_KEY").unlink(missing_ok=True)
+    routes.append((PREFIX + r"/?", HomeHandler, {"answer_key": answer_key}))
     return web.Application(routes)
 
 

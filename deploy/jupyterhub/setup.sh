@@ -244,6 +244,7 @@ chmod -R go+rX,go-w "$PREFIX"
 # everyone else imports the students' copy. Done again on every run (pip and chmod above reopen it).
 # (from /: `python -c` imports from the working directory first, which may be a checkout)
 KEY_SITE="$(cd / && "$ENV/bin/python" -c 'import course_lib, os; print(os.path.dirname(course_lib.__file__))')"
+[[ "$KEY_SITE" == "$ENV"/* ]] || die "$ENV imports course_lib from $KEY_SITE, not its own copy (an editable install?): reinstall it"
 if [[ "$LEDGER" == yes ]]; then
     getent group "$KEY_GROUP" >/dev/null || groupadd --system "$KEY_GROUP"
     chgrp "$KEY_GROUP" "$KEY_SITE"
