@@ -1115,19 +1115,22 @@ def ledger_term(hub, capsys):
     t0 = time.monotonic()
     instructor(hub, "release", ASSIGNMENT, "--exchange")
 
-    def rewrite(b, folder, name):
-        # the truth has been shown; the right answers now, validated again (revisions recorded)
+    def answer_again(b, who: str, folder: str, name: str, answers: dict) -> list:
+        """New answers in the notebook, validated again; the kinds of the record's events."""
         nb = b.get(f"api/contents/{folder}/{name}", params={"content": 1}).json()["content"]
-        right = right_answers()
         for cell in nb["cells"]:
             gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-            if gid in right:
-                cell["source"] = right[gid]
+            if gid in answers:
+                cell["source"] = answers[gid]
         b.put(f"api/contents/{folder}/{name}", json={"type": "notebook", "format": "json", "content": nb}) \
             .raise_for_status()
         b.post("assignments/validate", data={"path": f"{folder}/{name}"}).raise_for_status()
-        kinds = [e["kind"] for e in map(json.loads, (hub["home"]["rewriter"] / folder / ".predictions.jsonl")
-                                        .read_text().splitlines())]
+        return [e["kind"] for e in map(json.loads, (hub["home"][who] / folder / ".predictions.jsonl")
+                                       .read_text().splitlines())]
+
+    def rewrite(b, folder, name):
+        # the truth has been shown; the right answers now, validated again (revisions recorded)
+        kinds = answer_again(b, "rewriter", folder, name, right_answers())
         assert "revise" in kinds and "reveal" in kinds, kinds
         b.put("api/contents/rewrite.py", json={"type": "file", "format": "text", "content": REWRITE}) \
             .raise_for_status()
@@ -1147,17 +1150,7 @@ def ledger_term(hub, capsys):
         return {**answers, first: PATCH + answers[first]}
 
     def patch(b, folder, name):
-        nb = b.get(f"api/contents/{folder}/{name}", params={"content": 1}).json()["content"]
-        right = patched(right_answers())
-        for cell in nb["cells"]:
-            gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-            if gid in right:
-                cell["source"] = right[gid]
-        b.put(f"api/contents/{folder}/{name}", json={"type": "notebook", "format": "json", "content": nb}) \
-            .raise_for_status()
-        b.post("assignments/validate", data={"path": f"{folder}/{name}"}).raise_for_status()
-        kinds = [e["kind"] for e in map(json.loads, (hub["home"]["patcher"] / folder / ".predictions.jsonl")
-                                        .read_text().splitlines())]
+        kinds = answer_again(b, "patcher", folder, name, patched(right_answers()))
         assert "reveal" not in kinds and "revise" in kinds, kinds
 
     # the patcher floods the service while the honest student works
