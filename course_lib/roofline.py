@@ -10,7 +10,8 @@ The model, with nothing hidden::
 The knobs default to 1, 1 and 0 — the pure roofline — and every result says which were on.
 Bytes are weights (once per batch) plus activations read and written by every layer (once per
 sample), plus KV-cache reads for an LLM. ``p.layerwise_latency`` charges each layer its own
-max(t_compute, t_memory), which is never less than the whole-model bound.
+max(t_compute, t_memory), which is never less than the whole-model bound: ``latency`` is a lower
+bound that lets memory-bound layers overlap compute-bound ones as if the model were one kernel.
 
 >>> from course_lib import solve, Models, Hardware
 >>> p = solve(Models.ResNet50, Hardware.A100, batch_size=1, precision="fp16")
@@ -234,13 +235,25 @@ class Performance:
             self._compute_line(),
             f"  t_memory  = {self.bytes_si:.4g} / {self.bandwidth_si * self.knobs.memory_efficiency:.4g}"
             f" = {fmt_time(self.t_memory_si)}",
-            f"  latency {fmt_time(self.latency_si)} ({self.bottleneck}); "
-            f"per-layer roofline {fmt_time(float(self.layerwise_latency_si))}",
+            f"  latency {fmt_time(self.latency_si)} ({self.bottleneck}): the whole-model max, a lower bound",
+            f"  per-layer roofline {fmt_time(float(self.layerwise_latency_si))}: each layer's own max, summed "
+            f"({self._layer_regimes()})",
             f"  {self.knobs.describe()}",
         ]
         if self.hardware_perturbation:
             lines.append(f"  {self.hardware_perturbation}")
         return "\n".join(lines)
+
+    def _layer_regimes(self) -> str:
+        """How many layers are in each regime, and what the whole-model max leaves out."""
+        rows = self.layers.rows
+        bound = sum(r["bottleneck"] == COMPUTE_BOUND for r in rows)
+        if len(rows) == 1:
+            return "one kernel: the two agree"
+        if bound in (0, len(rows)):
+            return f"all {len(rows)} layers {rows[0]['bottleneck']}: the two agree"
+        return (f"{bound} of {len(rows)} layers compute-bound, the rest memory-bound: they cannot lend "
+                "each other their idle time")
 
     def _compute_line(self) -> str:
         eff = self.knobs.compute_efficiency

@@ -175,6 +175,34 @@ def _memory(model, hardware, prec, kv_bytes, tokens, batch, tp, kv_shard):
     return weights, kv_per_seq, per_gpu_mem, per_gpu_mem <= cap, max_b
 
 
+def _kernel_rows(table, batch_size, hardware, prec) -> list[dict]:
+    """A row per kernel of `table` (one copy of a repeated layer, with its ``count``): FLOPs, bytes,
+    intensity, t_compute, t_memory, time ``max(t_compute, t_memory)`` and regime, on one GPU."""
+    bw_, ba_, bkv_ = prec.bytes
+    flops, nbytes = layer_traffic(table, batch_size, bw_, ba_, bkv_)
+    peaks = np.where(table.attention, hardware.peak_flops_si(prec.attention), hardware.peak_flops_si(prec.compute))
+    bw = hardware.memory_bandwidth_si
+    rows = []
+    for i, layer in enumerate(table.layers):
+        f, b = float(flops[i]), float(nbytes[i])
+        tc, tm = f / float(peaks[i]), b / bw
+        rows.append({"name": layer.name, "kind": layer.kind, "count": layer.count, "flops": f, "bytes": b,
+                     "intensity": f / b if b else float("inf"), "t_compute_s": tc, "t_memory_s": tm,
+                     "time_s": max(tc, tm), "regime": regime(tc, tm)})
+    return rows
+
+
+def kernel_sum(rows) -> dict:
+    """The per-kernel roofline of `rows` (``step_kernels`` or ``prefill_kernels``): ``time`` is the
+    sum over kernels of each kernel's max(t_compute, t_memory); ``t_compute`` and ``t_memory`` are
+    the two sums the step-level max compares; ``step_max`` is that max, a lower bound on ``time``;
+    ``compute_share`` is the fraction of ``time`` spent in compute-bound kernels. Seconds."""
+    total = {k: sum(r["count"] * r[f"{k}_s"] for r in rows) for k in ("time", "t_compute", "t_memory")}
+    bound = sum(r["count"] * r["time_s"] for r in rows if r["regime"] == "compute-bound")
+    return {**total, "step_max": max(total["t_compute"], total["t_memory"]),
+            "compute_share": bound / total["time"] if total["time"] else 0.0}
+
+
 def step_kernels(model, hardware, context, batch_size=1, precision="fp16", weight_precision=None,
                  activation_precision=None, kv_precision=None, *, attention_precision=None) -> list[dict]:
     """The per-kernel roofline of ONE decode step of `batch_size` sequences whose caches hold
@@ -192,19 +220,59 @@ def step_kernels(model, hardware, context, batch_size=1, precision="fp16", weigh
     model, hardware = resolve(model, hardware)
     prec = precisions(hardware, precision, weight_precision, activation_precision, kv_precision,
                       attention_precision, model=model)
-    bw_, ba_, bkv_ = prec.bytes
-    table = model.decode_table(context)
-    flops, nbytes = layer_traffic(table, batch_size, bw_, ba_, bkv_)
-    peaks = np.where(table.attention, hardware.peak_flops_si(prec.attention), hardware.peak_flops_si(prec.compute))
-    bw = hardware.memory_bandwidth_si
-    rows = []
-    for i, layer in enumerate(table.layers):
-        f, b = float(flops[i]), float(nbytes[i])
-        tc, tm = f / float(peaks[i]), b / bw
-        rows.append({"name": layer.name, "kind": layer.kind, "count": layer.count, "flops": f, "bytes": b,
-                     "intensity": f / b if b else float("inf"), "t_compute_s": tc, "t_memory_s": tm,
-                     "time_s": max(tc, tm), "regime": regime(tc, tm)})
-    return rows
+    return _kernel_rows(model.decode_table(context), batch_size, hardware, prec)
+
+
+def prefill_kernels(model, hardware, prompt_tokens, batch_size=1, precision="fp16", weight_precision=None,
+                    activation_precision=None, kv_precision=None, *, attention_precision=None) -> list[dict]:
+    """The per-kernel roofline of the prefill of `batch_size` prompts of `prompt_tokens` tokens on
+    one GPU, rows as ``step_kernels``'. Summed per kernel (``kernel_sum``) it is never shorter than
+    ``serve``'s TTFT (its step-level max): the norms and residual adds stay memory-bound while
+    the matmuls are compute-bound, and neither lends the other its idle time.
+
+    >>> rows = prefill_kernels("Llama3_8B", "H100", prompt_tokens=2048)
+    >>> {r["name"]: r["regime"] for r in rows}["mlp_norm"]
+    'memory-bound'
+    """
+    model, hardware = resolve(model, hardware)
+    prec = precisions(hardware, precision, weight_precision, activation_precision, kv_precision,
+                      attention_precision, model=model)
+    return _kernel_rows(model.prefill_table(prompt_tokens), batch_size, hardware, prec)
+
+
+def kernel_latency(model, hardware, prompt_tokens=2048, output_tokens=128, batch_size=1, precision="fp16",
+                   weight_precision=None, activation_precision=None, kv_precision=None, *,
+                   attention_precision=None) -> dict:
+    """``serve``'s two times, per kernel, on one GPU with the pure roofline: ``ttft`` (the prefill's
+    kernels, each at its own max(t_compute, t_memory), summed) and ``tpot`` (the same for every
+    decode step, averaged over the steps as ``serve`` averages them), in seconds. Each is at least
+    ``serve``'s figure, the step-level max(sum t_compute, sum t_memory), which is a lower bound:
+    it lets memory-bound kernels (attention over the KV cache, norms) overlap compute-bound ones
+    (the weight matmuls at a large batch or a long prompt) as if the step were one kernel. Where
+    every kernel is in the same regime the two agree.
+
+    >>> k = kernel_latency("Llama3_8B", "H100", prompt_tokens=2048, output_tokens=128)
+    >>> s = serve("Llama3_8B", "H100", prompt_tokens=2048, output_tokens=128)
+    >>> k["ttft"] > s.prefill.latency_si, round(k["tpot"] / s.decode.latency_si, 6)
+    (True, 1.0)
+    """
+    model, hardware = resolve(model, hardware)
+    P = _positive_int(prompt_tokens, "prompt_tokens")
+    T = _positive_int(output_tokens, "output_tokens")
+    B = _positive_int(batch_size, "batch_size")
+    prec = precisions(hardware, precision, weight_precision, activation_precision, kv_precision,
+                      attention_precision, model=model)
+    ttft = kernel_sum(_kernel_rows(model.prefill_table(P), B, hardware, prec))["time"]
+    # every kernel's FLOPs and bytes are linear in the tokens attended: two tables give all steps
+    contexts = np.arange(P + 1, P + T, dtype=float) if T > 1 else np.array([P + 1.0])
+    a = np.asarray(model.attended_tokens(contexts), dtype=float)[None, :] - 1
+    one, two = (_kernel_rows(model.decode_table(c), B, hardware, prec) for c in (1, 2))
+    steps = np.zeros_like(a[0])
+    for r1, r2 in zip(one, two):
+        tc = r1["t_compute_s"] + (r2["t_compute_s"] - r1["t_compute_s"]) * a[0]
+        tm = r1["t_memory_s"] + (r2["t_memory_s"] - r1["t_memory_s"]) * a[0]
+        steps = steps + r1["count"] * np.maximum(tc, tm)
+    return {"ttft": float(ttft), "tpot": float(steps.mean())}
 
 
 def prefill_crossover(model, hardware, batch_size=1, max_prompt=1 << 20, **precisions):

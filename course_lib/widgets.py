@@ -27,7 +27,7 @@ from .hardware import Hardware
 from .models import Models
 from .plots import _points, draw_roofline
 from .roofline import solve
-from .serving import serve
+from .serving import kernel_latency, serve
 
 CHART_WIDTH_PX = 800          # displayed width in CSS pixels (less if the output is narrower)
 CHART_ASPECT = 0.55           # height / width
@@ -205,8 +205,9 @@ class RooflineExplorer(_Explorer):
                 f"&rarr; intensity {fmt_sig(intensity)} FLOP/byte, {side} the ridge "
                 f"({fmt_sig(ridge)}) &rarr; <b>{p.bottleneck}</b><br>"
                 f"latency <b>{fmt_time(p.latency_si)}</b> = max(compute {fmt_time(p.t_compute_si)}, "
-                f"memory {fmt_time(p.t_memory_si)}) &middot; <b>{fmt_rate(float(p.throughput.m), unit)}"
-                f"</b><br>{_knobs_line(p.knobs)}")
+                f"memory {fmt_time(p.t_memory_si)}), the whole-model max: a lower bound; each layer at "
+                f"its own max, summed: {fmt_time(float(p.layerwise_latency_si))} &middot; "
+                f"<b>{fmt_rate(float(p.throughput.m), unit)}</b><br>{_knobs_line(p.knobs)}")
 
     def _does_not_fit(self, ax, hw, prec, batch, most):
         draw_roofline(ax, hw, prec)
@@ -265,6 +266,8 @@ class ServingExplorer(_Explorer):
                     f"{fmt_bytes(cap)}; {room}. Nothing is plotted: this batch cannot run here."
                     f"<br>{_knobs_line(s.knobs)}")
         draw_roofline(ax, hw, "fp16", _points([("prefill", s.prefill), ("decode (mean step)", s.decode)]))
+        k = kernel_latency(self.model, hw, prompt_tokens=prompt, output_tokens=output, batch_size=batch,
+                           precision="fp16", weight_precision=wp, kv_precision=kvp)
         fit = ("capacity unknown" if s.fits is None else
                f"of {fmt_bytes(cap)}: fits; at most {s.max_batch_size} sequences of "
                f"{prompt + output:,} tokens fit")
@@ -272,6 +275,8 @@ class ServingExplorer(_Explorer):
                 f" &middot; TPOT <b>{fmt_time(s.decode.latency_si)}</b> (decode, "
                 f"<b>{s.decode.bottleneck}</b>) &middot; end to end {fmt_time(s.e2e_latency_si)} "
                 f"&middot; <b>{fmt_rate(batch / s.decode.latency_si, 'tokens/s')}</b><br>"
+                f"Each time is a phase's step-level max(compute, memory), a lower bound; kernel by kernel, "
+                f"each at its own max: TTFT {fmt_time(k['ttft'])}, TPOT {fmt_time(k['tpot'])}<br>"
                 f"{memory} {fit}<br>{_knobs_line(s.knobs)}")
 
 

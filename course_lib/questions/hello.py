@@ -270,7 +270,10 @@ def q5(chip, batch):
                                           "weights-only": Q_(weights / hw.memory_bandwidth_si, "s"),
                                           "unit-prefix": [p.latency * 1e3, p.latency / 1e3]},
                                 explanation="Latency = the larger of F / peak and bytes / bandwidth, in "
-                                            "microseconds.")},
+                                            "microseconds. That is the whole-model bound, a lower bound: "
+                                            "charged each its own max and summed, the layers take "
+                                            f"{p.layerwise_latency.to('us').m:.1f} us, since a memory-bound "
+                                            "layer cannot lend its idle math to a compute-bound one.")},
         hint="Bytes are the weights once plus each image's activations; the roofline latency is the larger "
              "of FLOPs / peak and bytes / bandwidth, in microseconds.",
         work=work)
@@ -394,7 +397,9 @@ TAKEAWAYS = """
 * Batching raises intensity by sharing the weights, up to a limit set by per-sample traffic
   (F / S_act); whether that limit clears the ridge depends on the chip, and a verdict within a
   few percent of the ridge is not a safe prediction.
-* A model's regime is an average over layers that can disagree with each other.
+* A model's regime is an average over layers that can disagree with each other, and its
+  whole-model max(t_compute, t_memory) is a lower bound: summing each layer's own max is the
+  tighter estimate wherever layers differ in regime.
 * The roofline is a bound. Real runs are slower; efficiency and overhead knobs can describe the
   gap, but only if they are shown.
 """

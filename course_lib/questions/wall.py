@@ -61,7 +61,7 @@ def q1(old, new):
         for hw in (older, newer):
             p = steps[hw.key]
             print(f"{hw.key}: one decode step at batch 1, intensity {p.arithmetic_intensity.m:.3f} FLOP/byte "
-                  f"-> {p.bottleneck}")
+                  f"-> {p.bottleneck} ({_regime_count(p)}: {_agree(p)})")
         print(f"\nFLOP ratio      {newer.peak_flops('fp16').m:.4g} / {older.peak_flops('fp16').m:.4g} TFLOP/s "
               f"= {flop_ratio:.3f}")
         print(f"bandwidth ratio {newer.memory_bandwidth:.4g~P} / {older.memory_bandwidth:.4g~P} = {bw_ratio:.3f}")
@@ -103,6 +103,8 @@ def q2(chip):
         print(f"course_lib, one decode step  = {p.bytes_si / 1e9:.3f} GB (weights + activations + KV) "
               f"/ {bw:.4g} B/s = {p.t_memory_si * 1e3:.3f} ms per token")
         print(f"the embedding table is {embedding / every_weight:.1%} of the weight bytes")
+        print(f"kernel by kernel: {_regime_count(p)}; each at its own max, summed: "
+              f"{p.layerwise_latency_si * 1e3:.3f} ms, the step-level {p.latency_si * 1e3:.3f} ms")
 
     return Solution(
         {"q2_bytes_gb": Truth(p.bytes, mistakes={"embedding-streamed": Q_(every_weight, "B"),
@@ -117,6 +119,23 @@ def q2(chip):
         hint="Streamed bytes = (all parameters - the embedding table) x 2 bytes, in units of 10^9 bytes; a step "
              "whose time is set by memory takes its bytes divided by the bandwidth, in milliseconds.",
         work=work)
+
+
+def _regime_count(p) -> str:
+    """How many of a step's kernels are in each regime (solve's per-layer table)."""
+    rows = p.layers.rows
+    bound = sum(r["bottleneck"] == "compute-bound" for r in rows)
+    if bound in (0, len(rows)):
+        return f"all {len(rows)} kernels {rows[0]['bottleneck']}"
+    return f"{bound} of {len(rows)} kernels compute-bound, {len(rows) - bound} memory-bound"
+
+
+def _agree(p) -> str:
+    """Whether a step's step-level max equals its per-kernel sum, in words."""
+    if p.layerwise_latency_si <= p.latency_si * (1 + 1e-9):
+        return "the step-level max is the per-kernel sum"
+    return (f"the step-level max {p.latency_si * 1e3:.3f} ms is a lower bound, the per-kernel sum "
+            f"{p.layerwise_latency_si * 1e3:.3f} ms")
 
 
 # ---- Q3 -----------------------------------------------------------------------------------------
@@ -413,19 +432,35 @@ def q7(chatbot, offline):
     def best(figure):
         return max(chips, key=lambda hw: figure(hw) / hw.tdp_si).key
 
+    def per_kernel_watt(hw, batch):       # each kernel at its own max, summed: the step's upper estimate
+        return batch / solve(m, hw, batch_size=batch, precision="fp16").layerwise_latency_si / hw.tdp_si
+
+    step_best = {name: max(chips, key=lambda hw: per_watt(hw, b)).key for name, b in workloads.items()}
+    kernel_best = {name: max(chips, key=lambda hw: per_kernel_watt(hw, b)).key for name, b in workloads.items()}
+
     def work():
         for name, batch in workloads.items():
             for hw in chips:
                 p = solve(m, hw, batch_size=batch, precision="fp16")
                 print(f"{name[3:]:8s} batch {batch:3d} {hw.key}: {p.throughput.m:8.0f} tokens/s / {hw.tdp_si:.0f} W "
-                      f"= {per_watt(hw, batch):6.3f} tokens/s per W  ({p.bottleneck})")
+                      f"= {per_watt(hw, batch):6.3f} tokens/s per W  ({p.bottleneck}; {_regime_count(p)})")
+                print(f"{'':8s} {'':9s} {'':4s}  kernel by kernel (each at its own max, summed): "
+                      f"{batch / p.layerwise_latency_si:8.0f} tokens/s = {per_kernel_watt(hw, batch):6.3f} per W")
+        slow = ", ".join(solve(m, chips[0], batch_size=offline, precision="fp16").layers.memory_bound())
+        print(f"\nThe step-level figures (one max over the whole step) are upper bounds on tokens/s: at batch "
+              f"{offline} the memory-bound kernels ({slow}) cannot overlap the compute-bound ones. Kernel by "
+              f"kernel, {'the same chip wins' if kernel_best == step_best else 'the winners change'}: "
+              + ", ".join(f"{name[3:]} {kernel_best[name]}" for name in workloads))
         print(f"\nper watt of TDP: bandwidth "
               + ", ".join(f"{hw.key} {hw.memory_bandwidth_si / hw.tdp_si / 1e9:.2f} GB/s per W" for hw in chips)
               + "; peak " + ", ".join(f"{hw.key} {hw.peak_flops_si('fp16') / hw.tdp_si / 1e9:.0f} GFLOP/s per W"
                                       for hw in chips))
 
     explain = ("Find the regime first, then compare bandwidth per watt (memory-bound) or FLOP/s per watt "
-               "(compute-bound).")
+               "(compute-bound). Graded on the step-level roofline, a lower bound on the step's time; charged "
+               "kernel by kernel, the memory-bound kernels of a compute-bound step add time (printed above), "
+               + ("and the same chip wins." if kernel_best == step_best else
+                  "and the winner changes: " + ", ".join(f"{n[3:]} {c}" for n, c in kernel_best.items()) + "."))
     return Solution(
         {name: Truth(max(chips, key=lambda hw: per_watt(hw, batch)).key,
                      mistakes={"peak-ratio": best(lambda hw: hw.peak_flops_si("fp16")),
