@@ -177,8 +177,9 @@ def _floor_decides(gpus, prompt) -> str | None:
 @question("scale_q4", rule="prediction", reflection=1,
           specs={"q4_ratio": Ratio(rel_tol=0.05), "q4_reasoning": Reason()},
           givens={"gpus": 8, "prompt": PROMPT},
-          # the ratio moves slowly with the prompt; larger prompts sit within the tolerance of the
-          # bytes-alone mistake 2(N-1)/N
+          # the fraction moves slowly with the prompt; larger prompts sit within the tolerance of the
+          # bytes-alone mistake N/(2(N-1)). Asked as NVLS / ring (below 1): Q2's and Q5's ratios,
+          # which students see first, never come near it
           space={"gpus": [4, 8], "prompt": [1024, 2048, 3072]},
           labels={"gpus": "{value} H100s", "prompt": "prompt {value} tokens"},
           assumes=lambda gpus, prompt: _floor_decides(gpus, prompt))
@@ -190,8 +191,8 @@ def q4(gpus, prompt):
     bw, hop = hw.interconnect_bandwidth_si, hw.link_latency_si
     nvls = allreduce_time(hw, nbytes, gpus)
     ring = allreduce_time(hw, nbytes, gpus, in_switch=False)
-    truth = ring / nvls
-    share = 2 * (gpus - 1) / gpus
+    truth = nvls / ring
+    share = gpus / (2 * (gpus - 1))                 # the switch's bytes over the ring's
 
     def work():
         floor = latency_floor(hw, gpus)
@@ -201,14 +202,14 @@ def q4(gpus, prompt):
         print(f"ring : 2({gpus}-1)/{gpus} x {nbytes:,} / {bw:.3g} + {alpha(hw, gpus, in_switch=False) * 1e6:.1f} us "
               f"= {ring * 1e6:.1f} us")
         print(f"NVLS : {nbytes:,} / {bw:.3g} + {alpha(hw, gpus) * 1e6:.1f} us = {nvls * 1e6:.1f} us")
-        print(f"ring / NVLS = {truth:.3f}  (bytes alone: {share:.3g})")
+        print(f"NVLS / ring = {nvls * 1e6:.1f} / {ring * 1e6:.1f} = {truth:.3f}  (bytes alone: {share:.3g})")
 
     return Solution(
         {"q4_ratio": Truth(truth, mistakes={"no-comm-latency": share, "inverted-ratio": 1 / truth},
                            explanation="A ring moves 2(N-1)/N of the buffer per GPU, the switch 1; both also "
                                        "pay the same measured latency floor, which narrows the gap at this size.")},
         hint="Bytes each GPU sends: 2(N-1)/N of the buffer in a ring, once with NVLS; then add the latency "
-             "both pay (the setup cell prints it).",
+             "both pay (the setup cell prints it), and divide the switch's time by the ring's.",
         work=work)
 
 

@@ -17,8 +17,8 @@ MISTAKES = {
                         'q3_reasoning = "Decode streams tokens over the link; prefill is one burst."\n'),
     ],
     "scale_q4_prediction": [
-        ("no-comm-latency", 'q4_ratio = 1.75\n'
-                            'q4_reasoning = "A ring moves 2(N-1)/N = 1.75 times the bytes the switch does."\n'),
+        ("no-comm-latency", 'q4_ratio = 0.571\n'
+                            'q4_reasoning = "The switch moves N/(2(N-1)) = 0.57 of the bytes a ring does."\n'),
     ],
     "scale_q5_prediction": [
         ("no-comm-latency", 'q5_ratio = 0.125\n'
