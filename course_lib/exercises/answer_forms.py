@@ -193,7 +193,8 @@ class Choice(Spec):
 class Number(Spec):
     """A number, read in `units` if it is bare (a Quantity is converted to them).
 
-    rel_tol -- how close verify cells and hidden tests require it to be (relative)
+    rel_tol -- how close verify cells and hidden tests require it to be, relative to the truth:
+               15% means from 0.85 to 1.15 times the truth, as the receipts say
     units   -- e.g. "FLOP/byte", "ms", "GB"; None for a plain number (a count, a ratio)
     low, high -- the range a well-formed answer lies in, if the question fixes one (a fraction
                lies between 0 and 1)
@@ -203,6 +204,10 @@ class Number(Spec):
     1.5
     >>> Number("ms", rel_tol=0.02).agrees(1.52, 1.5)
     True
+    >>> Ratio(rel_tol=0.15).agrees(1.583, 1.360), Ratio(rel_tol=0.15).agrees(1.155, 1.360)
+    (False, False)
+    >>> Ratio(rel_tol=0.15).agrees(1.564, 1.360), Ratio(rel_tol=0.15).agrees(1.156, 1.360)   # the edges
+    (True, True)
     """
 
     kind = "number"
@@ -258,7 +263,9 @@ class Number(Spec):
         return float(truth)
 
     def agrees(self, answer, truth):
-        return math.isclose(answer, truth, rel_tol=self.rel_tol, abs_tol=0.0)
+        # relative to the truth, not to the larger of the two (math.isclose): 15% is 15% either side
+        # (the edge itself included, whatever the rounding of its last bit)
+        return abs(answer - truth) <= self.rel_tol * abs(truth) * (1 + 1e-9)
 
     def show(self, normalized):
         text = (f"{normalized:,.0f}" if float(normalized).is_integer() and abs(normalized) < 1e15
