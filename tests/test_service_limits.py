@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import requests
@@ -31,7 +32,7 @@ NOBODY = 65534
 
 def commit(url: str, token: str = "tok-ann", timeout: float = 10) -> requests.Response:
     e = P.make_event([], "hello_q1", "commit", {"q1_x": 2.0}, "because", t="2026-11-26T10:00:00.000Z")
-    return requests.post(f"{url}/events", data=json.dumps(L.payload(e, __import__("pathlib").Path("lesson"))),
+    return requests.post(f"{url}/events", data=json.dumps(L.payload(e, Path("lesson"))),
                          headers={"Authorization": f"token {token}"}, timeout=timeout)
 
 

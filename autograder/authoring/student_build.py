@@ -146,10 +146,7 @@ def write(dest: Path, *, practice: bool = False) -> Path:
     import course_lib
 
     source = Path(course_lib.__file__).parent
-    held = key_problems(source)
-    if held == [] and not any(source.joinpath("questions").glob("*.py")):
-        raise SystemExit(f"{source}: not a course_lib with questions")
-    if not held:
+    if not key_problems(source):
         raise SystemExit(f"{source} is a student's copy already (no answer key): run this with the instructor's course_lib")
     target = Path(dest) / "course_lib"
     if target.exists():
