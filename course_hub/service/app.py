@@ -1,7 +1,8 @@
 """The course service's application and its command: one tornado app on 127.0.0.1 (on
 Kubernetes, its own pod), started by JupyterHub as a managed service running as its own user.
 
-    python -m course_hub.service --store DIR [--instructors-group NAME] [--answer-key [--secret-file F]]
+    python -m course_hub.service --store DIR [--instructors-group NAME | --instructors-hub-group NAME]
+                                 [--answer-key [--secret-file F]]
 
 Routes (each under /services/<name>/ too, as the hub's proxy forwards them):
 
@@ -109,10 +110,15 @@ def main(argv=None) -> None:
     from jupyterhub.services.auth import HubAuth
 
     from .base import unix_group_members
+    from .hub_group import HubGroup
 
     p = argparse.ArgumentParser(prog="python -m course_hub.service", description=__doc__.split("\n\n")[0])
     p.add_argument("--store", required=True, help="the folder the service keeps everything in (only it writes there)")
-    p.add_argument("--instructors-group", default="", help="the Unix group whose members are the course's instructors")
+    who = p.add_mutually_exclusive_group()
+    who.add_argument("--instructors-group", default="", help="the Unix group whose members are the course's instructors")
+    who.add_argument("--instructors-hub-group", default="",
+                     help="the JupyterHub group whose members are the course's instructors (on Kubernetes: "
+                          "asked of the hub's API with this service's token; its role needs read:groups for it)")
     p.add_argument("--answer-key", action="store_true",
                    help="answer reveals: this interpreter's course_lib must hold the solvers (the instructors' copy)")
     p.add_argument("--secret-file", default="", help="the course's variant secret (each student their own numbers; "
@@ -128,8 +134,14 @@ def main(argv=None) -> None:
     url = urlsplit(os.environ.get("JUPYTERHUB_SERVICE_URL", "http://127.0.0.1:8790"))
     service = os.environ.get("JUPYTERHUB_SERVICE_NAME", "course")
     group = args.instructors_group
-    app = make_app(store, HubAuth(cache_max_age=60), service,
-                   (lambda user: user in unix_group_members(group)) if group else (lambda user: False),
+    auth = HubAuth(cache_max_age=60)
+    if args.instructors_hub_group:
+        is_instructor = HubGroup(args.instructors_hub_group, auth.api_url, auth.api_token)
+    elif group:
+        is_instructor = lambda user: user in unix_group_members(group)   # noqa: E731
+    else:
+        is_instructor = lambda user: False   # noqa: E731
+    app = make_app(store, auth, service, is_instructor,
                    answer_key=args.answer_key, secret_file=secret_file)
 
     async def serve():

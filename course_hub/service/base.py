@@ -55,6 +55,9 @@ class TokenHandler(web.RequestHandler):
         if not USER.fullmatch(model["name"]):
             raise web.HTTPError(403, f"user {model['name']!r}: not a Unix user name")
         self.user = model["name"]
+        refresh = getattr(self.is_instructor, "refresh", None)
+        if refresh is not None:         # instructors by hub group (hub_group.HubGroup): ask the hub now and then
+            await refresh()
         if self.rate is not None and not self.is_instructor(self.user):
             self.rate.take(self.user)
 

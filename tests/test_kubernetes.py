@@ -1,0 +1,518 @@
+"""The course on Zero to JupyterHub (deploy/kubernetes/), checked as far as a machine without a
+cluster can.
+
+* The values (deploy/kubernetes/values.yaml, and every values-*.yaml overlay over it), merged
+  over the chart's defaults as Helm merges them, validate against the chart's values schema
+  (chart 4.4.0, /work/shared/reference/z2jh-4.4.0 or $Z2JH_REFERENCE); misspelled keys fail.
+* The chart's own hub configuration (its jupyterhub_config.py and z2jh.py of 4.4.0, vendored in
+  tests/z2jh_chart/) turns the values into KubeSpawner settings, and KubeSpawner renders the
+  student and instructor pods with the values' pre-spawn hook. The pods validate strictly against
+  Kubernetes 1.32's API schema (kubernetes-validate), share no writable volume between users,
+  keep the variant secret from students and run nothing privileged.
+* The course service's manifests (course-service.yaml) validate, and its NetworkPolicy admits
+  the hub's and the users' pods only.
+
+Faked: what a running chart supplies to its hub (the mounted values and Secret, the Services'
+names and ports in the environment) and the Kubernetes API client KubeSpawner would talk to.
+"""
+from __future__ import annotations
+
+import asyncio
+import copy
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+yaml = pytest.importorskip("yaml")
+jsonschema = pytest.importorskip("jsonschema")
+kubernetes_validate = pytest.importorskip("kubernetes_validate")
+pytest.importorskip("kubespawner")
+
+REPO = Path(__file__).resolve().parents[1]
+K8S = REPO / "deploy" / "kubernetes"
+CHART = Path(__file__).resolve().parent / "z2jh_chart"
+REFERENCE = Path(os.environ.get("Z2JH_REFERENCE", REPO.parent / "shared" / "reference" / "z2jh-4.4.0"))
+KUBERNETES = "1.32"
+SECRET = "0123456789abcdef" * 4          # a variant secret as `autograder variants --init-secret` writes one
+OVERLAYS = sorted(p.name for p in K8S.glob("values-*.yaml"))
+
+
+def _reference() -> Path:
+    if not (REFERENCE / "values.schema.json").exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"the chart's schema and defaults are missing: {REFERENCE} (set Z2JH_REFERENCE)")
+        pytest.skip(f"no Z2JH 4.4.0 reference data at {REFERENCE} (set Z2JH_REFERENCE)")
+    return REFERENCE
+
+
+# ---- Helm's merge and the chart's schema --------------------------------------------------------------
+def helm_merge(base: dict, over: dict) -> dict:
+    """`over` merged into `base` as Helm merges a values file: maps recursively, a null deletes the
+    key, lists and scalars replace."""
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = helm_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def load(name: str) -> dict:
+    return yaml.safe_load((K8S / name).read_text()) or {}
+
+
+def merged(*files: str, extra: dict | None = None) -> dict:
+    """The chart's defaults, then values.yaml, then each file named (an overlay), then `extra`."""
+    values = yaml.safe_load((_reference() / "values.yaml").read_text())
+    for f in ("values.yaml", *files):
+        values = helm_merge(values, load(f))
+    return helm_merge(values, extra or {})
+
+
+def schema_errors(values: dict) -> list[str]:
+    schema = json.loads((_reference() / "values.schema.json").read_text())
+    validator = jsonschema.Draft7Validator(schema)
+    return [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(values)]
+
+
+@pytest.mark.parametrize("overlay", [None, *OVERLAYS])
+def test_values_validate_against_the_charts_schema(overlay):
+    """values.yaml (with each values-*.yaml overlay, such as the LTI login's) over the defaults."""
+    values = merged(*([overlay] if overlay else []))
+    assert schema_errors(values) == []
+
+
+@pytest.mark.parametrize("typo", [{"singleuser": {"storage": {"capacty": "2Gi"}}},
+                                  {"cull": {"timout": 3600}},
+                                  {"hub": {"servics": {"course": {"url": "http://x:1"}}}},
+                                  {"cull": {"timeout": "an hour"}}])
+def test_a_misspelled_key_or_wrong_type_fails_the_schema(typo):
+    assert schema_errors(merged(extra=typo))
+
+
+def test_the_values_pin_the_chart_and_images():
+    """The chart's version in every command; fixed image tags (not `latest`), the instructors'
+    image pre-pulled with the tag the hook gives instructors."""
+    text = (K8S / "values.yaml").read_text() + (K8S / "README.md").read_text()
+    installs = re.findall(r"helm upgrade --install .*?(?=\n\S|\n\n)", text, re.S)
+    assert installs and all("--version 4.4.0" in cmd for cmd in installs), installs
+    values = load("values.yaml")
+    tag = values["singleuser"]["image"]["tag"]
+    assert tag and tag != "latest"
+    name, _, itag = values["custom"]["roofline"]["instructorImage"].rpartition(":")
+    pulled = values["prePuller"]["extraImages"]["roofline-instructor"]
+    assert (pulled["name"], pulled["tag"]) == (name, itag) and itag != "latest"
+
+
+# ---- the chart's hub configuration, KubeSpawner's pods --------------------------------------------------
+RELEASE = "roofline"      # as README.md's helm command and course-service.yaml's selectors
+NAMESPACE = "roofline"
+
+
+def chart_hub_config(values: dict, monkeypatch):
+    """The traitlets Config the chart's jupyterhub_config.py (4.4.0) builds from `values`, as the
+    hub pod loads it: z2jh reads the values and the chart's Secret from mounted files there; here
+    from `values` and a stand-in Secret."""
+    values = {**values, "Chart": {"Name": "jupyterhub", "Version": "4.4.0"},
+              "Release": {"Name": RELEASE, "Namespace": NAMESPACE}}
+    secret = {"hub.config.JupyterHub.cookie_secret": "c" * 64, "hub.config.CryptKeeper.keys": "k" * 64,
+              **{f"hub.services.{k}.apiToken": "t" * 32 for k in values["hub"].get("services") or {}}}
+    spec = importlib.util.spec_from_file_location("z2jh", CHART / "z2jh.py")
+    z2jh = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(z2jh)
+    monkeypatch.setattr(z2jh, "_load_config", lambda: copy.deepcopy(values))
+    # the chart's ConfigMap of resource names (fullnameOverride "": unprefixed names)
+    monkeypatch.setattr(z2jh, "_get_config_value", lambda key: key)
+
+    def get_secret_value(key, default="never-explicitly-set"):
+        if key in secret:
+            return secret[key]
+        if default != "never-explicitly-set":
+            return default
+        raise KeyError(key)
+
+    monkeypatch.setattr(z2jh, "get_secret_value", get_secret_value)
+    monkeypatch.setitem(sys.modules, "z2jh", z2jh)
+    for var, value in {"HUB_SERVICE_PORT": "8081", "PROXY_API_SERVICE_PORT": "8001", "POD_NAMESPACE": NAMESPACE,
+                       "ROOFLINE_VARIANT_SECRET": SECRET}.items():
+        monkeypatch.setenv(var, value)
+    # the chart selects tornado's curl client (pycurl), process-wide: not in a test process
+    from tornado.httpclient import AsyncHTTPClient
+
+    monkeypatch.setattr(AsyncHTTPClient, "configure", classmethod(lambda cls, *a, **kw: None))
+    monkeypatch.setattr(sys, "path", list(sys.path))      # the chart's file adds its own folder
+    from traitlets.config import Config
+
+    c = Config()
+    ns = {"get_config": lambda: c, "__file__": str(CHART / "jupyterhub_config.py"), "__name__": "jupyterhub_config"}
+    exec(compile((CHART / "jupyterhub_config.py").read_text(), "jupyterhub_config.py", "exec"), ns)
+    return c
+
+
+def render_pod(c, name: str, groups: list[str], monkeypatch) -> dict:
+    """The pod KubeSpawner 7 makes for user `name` in hub `groups`, after the pre-spawn hook, as
+    the API server would receive it."""
+    import kubespawner.spawner
+    from kubernetes_asyncio.client import ApiClient
+    from kubespawner import KubeSpawner
+
+    # no cluster: KubeSpawner's Kubernetes client is never used to render a pod
+    monkeypatch.setattr(kubespawner.spawner, "load_config", lambda **kw: None)
+    monkeypatch.setattr(kubespawner.spawner, "shared_client", lambda name: None)
+    user = types.SimpleNamespace(name=name, id=1, escaped_name=name, url=f"/user/{name}/", server=None,
+                                 groups=[types.SimpleNamespace(name=g) for g in groups])
+    hub = types.SimpleNamespace(url="http://hub:8081/hub/", public_host="", base_url="/hub/",
+                                api_url="http://hub:8081/hub/api")
+    spawner = KubeSpawner(_mock=True, config=c, user=user, hub=hub)
+    spawner.api_token = "u" * 32
+
+    async def make():
+        hooked = spawner.run_pre_spawn_hook()
+        if hooked is not None:
+            await hooked
+        manifest = await spawner.get_pod_manifest()
+        async with ApiClient() as api:
+            return api.sanitize_for_serialization(manifest)
+
+    pod = asyncio.run(make())
+    return {"apiVersion": "v1", "kind": "Pod", **pod}
+
+
+@pytest.fixture(scope="module")
+def pods():
+    """The base values' pods: two students and an instructor."""
+    mp = pytest.MonkeyPatch()
+    try:
+        c = chart_hub_config(merged(), mp)
+        return {"ada": render_pod(c, "ada", ["students"], mp), "grace": render_pod(c, "grace", ["students"], mp),
+                "alice": render_pod(c, "alice", ["instructors"], mp), "config": c}
+    finally:
+        mp.undo()
+
+
+def validate(manifest: dict) -> None:
+    kubernetes_validate.validate(manifest, KUBERNETES, strict=True)
+
+
+def test_the_pods_validate_strictly_against_kubernetes(pods):
+    for who in ("ada", "alice"):
+        validate(pods[who])
+
+
+def test_a_misspelled_key_inside_a_pod_is_caught_by_kubernetes(monkeypatch):
+    """The chart's schema does not look inside extraVolumes; the pod's validation does."""
+    typo = {"singleuser": {"storage": {
+        "extraVolumes": [{"name": "data", "persistentVolumeClaim": {"claimname": "course-data"}}],
+        "extraVolumeMounts": [{"name": "data", "mountPath": "/srv/data", "readOnly": True}]}}}
+    values = merged(extra=typo)
+    assert schema_errors(values) == []
+    pod = render_pod(chart_hub_config(values, monkeypatch), "ada", ["students"], monkeypatch)
+    with pytest.raises(kubernetes_validate.ValidationError, match="claimname"):
+        validate(pod)
+
+
+def writable_shared(pods: dict[str, dict]) -> set[str]:
+    """The volumes that pods of different users can write: the same claim, host path, NFS share
+    or other shared source mounted without readOnly by two users."""
+    writers: dict[str, set[str]] = {}
+    for user, pod in pods.items():
+        spec = pod["spec"]
+        sources = {v["name"]: v for v in spec.get("volumes") or []}
+        for container in spec.get("containers", []) + spec.get("initContainers", []):
+            for m in container.get("volumeMounts") or []:
+                v = sources[m["name"]]
+                if m.get("readOnly") or v.get("persistentVolumeClaim", {}).get("readOnly"):
+                    continue
+                if "persistentVolumeClaim" in v:
+                    key = "claim " + v["persistentVolumeClaim"]["claimName"]
+                elif "hostPath" in v:
+                    key = "host " + v["hostPath"]["path"]
+                elif "nfs" in v:
+                    key = f"nfs {v['nfs']['server']}:{v['nfs']['path']}"
+                elif set(v) & {"emptyDir", "secret", "configMap", "downwardAPI", "projected", "ephemeral"}:
+                    continue        # of this pod alone (secrets and config maps are mounted read-only)
+                else:
+                    key = "volume " + json.dumps({k: x for k, x in v.items() if k != "name"}, sort_keys=True)
+                writers.setdefault(key, set()).add(user)
+    return {key for key, users in writers.items() if len(users) > 1}
+
+
+def test_no_volume_is_writable_by_two_users(pods, monkeypatch):
+    assert writable_shared({u: pods[u] for u in ("ada", "grace", "alice")}) == set()
+    # each has a home of their own, mounted writable
+    claims = {u: {v["persistentVolumeClaim"]["claimName"] for v in pods[u]["spec"]["volumes"]
+                  if "persistentVolumeClaim" in v} for u in ("ada", "grace", "alice")}
+    assert all(len(c) == 1 for c in claims.values()) and len(set.union(*claims.values())) == 3
+    # what the kit used to do, the exchange on one ReadWriteMany claim, is caught
+    shared = {"singleuser": {"storage": {
+        "extraVolumes": [{"name": "nbgrader-exchange", "persistentVolumeClaim": {"claimName": "nbgrader-exchange"}}],
+        "extraVolumeMounts": [{"name": "nbgrader-exchange", "mountPath": "/srv/nbgrader/exchange"}]}}}
+    c = chart_hub_config(merged(extra=shared), monkeypatch)
+    old = {u: render_pod(c, u, ["students"], monkeypatch) for u in ("ada", "grace")}
+    assert writable_shared(old) == {"claim nbgrader-exchange"}
+
+
+def reaches_secret(pod: dict, secret_name: str, secret_value: str) -> list[str]:
+    """How a pod could read the Kubernetes Secret `secret_name` (or holds its value)."""
+    spec, found = pod["spec"], []
+    for v in spec.get("volumes") or []:
+        if v.get("secret", {}).get("secretName") == secret_name:
+            found.append(f"volume {v['name']}")
+        for s in v.get("projected", {}).get("sources") or []:
+            if s.get("secret", {}).get("name") == secret_name:
+                found.append(f"projected volume {v['name']}")
+    for container in spec.get("containers", []) + spec.get("initContainers", []):
+        for e in container.get("env") or []:
+            if e.get("valueFrom", {}).get("secretKeyRef", {}).get("name") == secret_name:
+                found.append(f"env {e['name']}")
+        for e in container.get("envFrom") or []:
+            if e.get("secretRef", {}).get("name") == secret_name:
+                found.append("envFrom")
+    if spec.get("automountServiceAccountToken") is not False:
+        found.append("a service account token (the Kubernetes API)")
+    if secret_value in json.dumps(pod):
+        found.append("the secret's value")
+    return found
+
+
+def test_a_student_pod_cannot_reach_the_variant_secret(pods, monkeypatch):
+    name = load("values.yaml")["custom"]["roofline"]["variantSecret"]
+    for student in ("ada", "grace"):
+        assert reaches_secret(pods[student], name, SECRET) == []
+    # the grader (an instructor's pod) has it, read-only
+    assert reaches_secret(pods["alice"], name, SECRET) == ["volume variant-secret"]
+    mount = [m for m in pods["alice"]["spec"]["containers"][0]["volumeMounts"] if m["name"] == "variant-secret"]
+    assert mount and mount[0]["readOnly"] is True
+    # a values file that gives every user's pod the Secret is caught
+    leak = {"singleuser": {"extraEnv": {"LEAK": {"valueFrom": {"secretKeyRef": {"name": name, "key": "variant-secret"}}}}}}
+    pod = render_pod(chart_hub_config(merged(extra=leak), monkeypatch), "ada", ["students"], monkeypatch)
+    assert reaches_secret(pod, name, SECRET) == ["env LEAK"]
+
+
+def test_the_hub_hands_a_student_their_own_variant_key_only(pods):
+    """The hook's HMAC is course_lib's student_key (the hub's image has no course_lib)."""
+    from course_lib.questions.variants import KEY_ENV, STUDENT_ENV, student_key
+
+    for student in ("ada", "grace"):
+        env = {e["name"]: e.get("value") for e in pods[student]["spec"]["containers"][0]["env"]}
+        assert env[STUDENT_ENV] == student
+        assert env[KEY_ENV] == student_key(SECRET.encode(), student)
+    env = {e["name"]: e.get("value") for e in pods["alice"]["spec"]["containers"][0]["env"]}
+    assert KEY_ENV not in env and env["AUTOGRADER_VARIANT_SECRET"].startswith("/etc/roofline/variant-secret/")
+
+
+def privileged(pod: dict) -> list[str]:
+    """What in a pod runs privileged or may gain privileges."""
+    spec, found = pod["spec"], []
+    for flag in ("hostNetwork", "hostPID", "hostIPC"):
+        if spec.get(flag):
+            found.append(flag)
+    pod_user = (spec.get("securityContext") or {}).get("runAsUser")
+    for c in spec.get("containers", []) + spec.get("initContainers", []):
+        sc = c.get("securityContext") or {}
+        if sc.get("privileged"):
+            found.append(f"{c['name']}: privileged")
+        if sc.get("allowPrivilegeEscalation") is not False:
+            found.append(f"{c['name']}: may gain privileges (allowPrivilegeEscalation not false)")
+        if (sc.get("capabilities") or {}).get("add"):
+            found.append(f"{c['name']}: adds capabilities {sc['capabilities']['add']}")
+        uid = sc.get("runAsUser", pod_user)
+        if uid is None or uid == 0:
+            found.append(f"{c['name']}: may run as root (runAsUser {uid})")
+    return found
+
+
+def test_no_pod_runs_privileged(pods, monkeypatch):
+    for who in ("ada", "alice"):
+        assert privileged(pods[who]) == [], who
+    # the chart's default for cloud metadata (a privileged iptables init container) is caught
+    default = {"singleuser": {"cloudMetadata": {"blockWithIptables": True}}}
+    pod = render_pod(chart_hub_config(merged(extra=default), monkeypatch), "ada", ["students"], monkeypatch)
+    assert any("block-cloud-metadata: privileged" in f for f in privileged(pod))
+
+
+def test_instructors_get_their_image_resources_and_the_sandboxs_settings(pods):
+    """Grading in the instructor's pod: bubblewrap needs user namespaces, mount and a fresh /proc
+    (README.md, "Grading"); students' pods keep the runtime's defaults."""
+    roofline = load("values.yaml")["custom"]["roofline"]
+    alice, ada = pods["alice"]["spec"], pods["ada"]["spec"]
+    assert alice["containers"][0]["image"] == roofline["instructorImage"]
+    assert ada["containers"][0]["image"].startswith(load("values.yaml")["singleuser"]["image"]["name"] + ":")
+    sc = alice["containers"][0]["securityContext"]
+    assert sc["seccompProfile"] == {"type": "Unconfined"} and sc["appArmorProfile"] == {"type": "Unconfined"}
+    assert sc["procMount"] == "Unmasked" and alice["hostUsers"] is False and sc["capabilities"] == {"drop": ["ALL"]}
+    assert "seccompProfile" not in ada["containers"][0]["securityContext"] and "hostUsers" not in ada
+    for spec, (cpu, mem) in ((ada, ("cpu", "memory")), (alice, ("cpu", "memory"))):
+        res = spec["containers"][0]["resources"]
+        assert set(res["requests"]) >= {cpu, mem} and set(res["limits"]) >= {cpu, mem}
+
+
+def test_a_user_in_neither_group_gets_no_server(pods, monkeypatch):
+    from tornado import web
+
+    with pytest.raises(web.HTTPError) as e:
+        render_pod(pods["config"], "mallory", [], monkeypatch)
+    assert e.value.status_code == 403 and "neither" in e.value.log_message
+
+
+def test_the_hub_config_has_the_course_service_and_culling(pods):
+    c = pods["config"]
+    services = {s["name"]: s for s in c.JupyterHub.services}
+    assert services["course"]["url"] == load("values.yaml")["singleuser"]["extraEnv"]["COURSE_SERVICE_URL"]
+    assert services["course"]["api_token"] and "jupyterhub-idle-culler" in services
+    roles = {r["name"]: r for r in c.JupyterHub.load_roles}
+    assert roles["course-service"]["services"] == ["course"]
+    assert "access:services!service=course" in roles["user"]["scopes"]
+    assert "access:services!service=course" in c.Spawner.server_token_scopes
+
+
+# ---- the course service's manifests -----------------------------------------------------------------------
+def service_docs() -> dict[str, dict]:
+    return {d["kind"]: d for d in yaml.safe_load_all((K8S / "course-service.yaml").read_text()) if d}
+
+
+def test_the_course_services_manifests_validate():
+    docs = service_docs()
+    assert set(docs) == {"PersistentVolumeClaim", "Deployment", "Service", "NetworkPolicy"}
+    for doc in docs.values():
+        validate(doc)
+    assert docs["PersistentVolumeClaim"]["spec"]["accessModes"] == ["ReadWriteOnce"]
+
+
+def selects(selector: dict, labels: dict) -> bool:
+    """Whether a Kubernetes label selector (matchLabels, matchExpressions) selects `labels`."""
+    if not selector.get("matchLabels") and not selector.get("matchExpressions"):
+        return True
+    ok = all(labels.get(k) == v for k, v in (selector.get("matchLabels") or {}).items())
+    for e in selector.get("matchExpressions") or []:
+        has, value = e["key"] in labels, labels.get(e["key"])
+        ok &= {"In": has and value in e.get("values", []), "NotIn": not has or value not in e.get("values", []),
+               "Exists": has, "DoesNotExist": not has}[e["operator"]]
+    return ok
+
+
+# the hub's pod labels: the chart's hub/deployment.yaml (matchLabelsLegacyAndModern) for release RELEASE
+HUB_POD = {"component": "hub", "app": "jupyterhub", "release": RELEASE, "app.kubernetes.io/component": "hub",
+           "app.kubernetes.io/name": "jupyterhub", "app.kubernetes.io/instance": RELEASE}
+PROXY_POD = {**HUB_POD, "component": "proxy", "app.kubernetes.io/component": "proxy"}
+
+
+def admitted(policy: dict, labels: dict, port: int) -> bool:
+    """Whether `policy`'s ingress rules admit a pod with `labels` (same namespace) on `port`."""
+    for rule in policy["spec"].get("ingress") or []:
+        ports = [p["port"] for p in rule.get("ports") or []]
+        if ports and port not in ports:
+            continue
+        peers = rule.get("from")
+        if not peers:
+            return True
+        for peer in peers:
+            if "ipBlock" in peer:
+                return True     # any address: every pod
+            if "namespaceSelector" in peer and peer["namespaceSelector"] != {} and "podSelector" not in peer:
+                continue        # other namespaces' pods only
+            if selects(peer.get("podSelector") or {}, labels):
+                return True
+    return False
+
+
+def test_the_network_policy_admits_the_hub_and_users_pods_only(pods):
+    docs = service_docs()
+    policy, deployment, service = docs["NetworkPolicy"], docs["Deployment"], docs["Service"]
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    assert selects(policy["spec"]["podSelector"], pod_labels) and "Ingress" in policy["spec"]["policyTypes"]
+    port = deployment["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"]
+    for rule in policy["spec"]["ingress"]:
+        assert rule.get("from") and all(set(peer) == {"podSelector"} for peer in rule["from"]), rule
+    assert admitted(policy, HUB_POD, port)
+    assert admitted(policy, pods["ada"]["metadata"]["labels"], port)
+    assert admitted(policy, pods["alice"]["metadata"]["labels"], port)
+    assert not admitted(policy, PROXY_POD, port)
+    assert not admitted(policy, {"app": "something-else"}, port)
+    # an open policy would be caught
+    assert admitted({"spec": {"ingress": [{}]}}, PROXY_POD, port)
+    # users' pods may leave for the service (the chart blocks private addresses) and it for the hub
+    egress = load("values.yaml")["singleuser"]["networkPolicy"]["egress"]
+    assert any(selects(to["podSelector"], pod_labels) and port in [p["port"] for p in rule["ports"]]
+               for rule in egress for to in rule["to"])
+    assert pod_labels.get("hub.jupyter.org/network-access-hub") == "true"
+    # the Service and the URL users' pods and the hub use lead to that pod and port
+    assert selects({"matchLabels": service["spec"]["selector"]}, pod_labels)
+    url = load("values.yaml")["hub"]["services"]["course"]["url"]
+    assert url == f"http://{service['metadata']['name']}:{service['spec']['ports'][0]['port']}"
+
+
+def test_the_service_runs_with_the_charts_token_on_its_own_volume(pods):
+    docs = service_docs()
+    spec = docs["Deployment"]["spec"]["template"]["spec"]
+    container = spec["containers"][0]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["JUPYTERHUB_API_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "hub",
+                                                                       "key": "hub.services.course.apiToken"}
+    assert env["JUPYTERHUB_SERVICE_NAME"]["value"] in load("values.yaml")["hub"]["services"]
+    args = container["command"]
+    group = args[args.index("--instructors-hub-group") + 1]
+    assert group == load("values.yaml")["custom"]["roofline"]["instructorsGroup"]
+    assert f"read:groups!group={group}" in load("values.yaml")["hub"]["loadRoles"]["course-service"]["scopes"]
+    assert privileged(docs["Deployment"]["spec"]["template"]) == []
+    assert spec["securityContext"]["runAsUser"] != load("values.yaml")["singleuser"]["uid"]
+    claim = docs["PersistentVolumeClaim"]["metadata"]["name"]
+    for who in ("ada", "alice"):
+        assert claim not in json.dumps(pods[who]["spec"]["volumes"])
+    # the README's release name is the one the policy's selectors name
+    readme = (K8S / "README.md").read_text()
+    assert re.search(r"helm upgrade --install (\S+) jupyterhub/jupyterhub", readme).group(1) == RELEASE
+
+
+# ---- the images -------------------------------------------------------------------------------------------
+def pins(dockerfile: str) -> dict[str, str]:
+    text = (K8S / dockerfile).read_text()
+    block = re.search(r"RUN pip install \\\n(.*?)\n\n", text, re.S).group(1)
+    reqs = re.findall(r'"([^"]+)"', block)
+    out = {}
+    for r in reqs:
+        m = re.fullmatch(r"([A-Za-z0-9_.-]+)==([0-9][0-9A-Za-z.*]*)", r)
+        assert m, f"{dockerfile}: {r!r} is not pinned with =="
+        out[m.group(1).lower()] = m.group(2)
+    return out
+
+
+def test_the_images_pin_every_package_and_jupyterhub_5_5():
+    student, instructor = pins("student.Dockerfile"), pins("instructor.Dockerfile")
+    assert student == instructor
+    assert student["jupyterhub"] == "5.5.*" and student["nbgrader"] == "0.9.6"
+    assert all("*" not in v for k, v in student.items() if k != "jupyterhub")
+    for f in ("student.Dockerfile", "instructor.Dockerfile"):
+        base = re.search(r"^FROM (\S+)", (K8S / f).read_text(), re.M).group(1)
+        assert re.fullmatch(r"python:3\.(1[1-9])\.\d+-slim-\w+", base), base   # nbgrader 0.9.6: Python >= 3.11
+
+
+def test_the_images_jupyter_settings_use_the_course_service_as_exchange(tmp_path):
+    """jupyter_settings.py, as the Dockerfiles run it: nbgrader's exchange is the course service's."""
+    from traitlets.config import Config
+
+    subprocess.run([sys.executable, str(K8S / "jupyter_settings.py"), "--kit", str(REPO / "deploy"),
+                    "--prefix", str(tmp_path / "env"), "--course-id", "roofline",
+                    "--instructor-dir", str(tmp_path / "instructor"), "--course-dir", "/home/jovyan/roofline-course"],
+                   check=True, capture_output=True, text=True)
+    c = Config()
+    exec(compile((tmp_path / "env/etc/jupyter/nbgrader_config.py").read_text(), "nbgrader_config.py", "exec"),
+         {"get_config": lambda: c})
+    assert c.CourseDirectory.course_id == "roofline"
+    assert c.ExchangeFactory.exchange == "course_hub.nbexchange.Exchange" and "root" not in c.Exchange
+    off = json.loads((tmp_path / "env/etc/jupyter/jupyter_server_config.d/roofline-hub.json").read_text())
+    on = json.loads((tmp_path / "instructor/jupyter_server_config.d/roofline-instructor.json").read_text())
+    assert not any(off["ServerApp"]["jpserver_extensions"].values())
+    assert all(on["ServerApp"]["jpserver_extensions"].values())
+    loaded = (tmp_path / "instructor/nbgrader_config.py").read_text()
+    assert 'load_subconfig("/home/jovyan/roofline-course/nbgrader_config.py")' in loaded
