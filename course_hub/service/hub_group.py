@@ -53,7 +53,9 @@ class HubGroup:
 
         url = f"{self.api_url}/groups/{quote(self.name, safe='')}"
         r = await AsyncHTTPClient().fetch(url, headers={"Authorization": f"token {self.token}"},
-                                          request_timeout=10, max_body_size=MAX_ANSWER)
+                                          request_timeout=10)
+        if len(r.body) > MAX_ANSWER:
+            raise ValueError(f"the hub's answer is over {MAX_ANSWER} bytes")
         return members_of(json.loads(r.body))
 
 
