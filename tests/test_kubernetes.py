@@ -516,3 +516,51 @@ def test_the_images_jupyter_settings_use_the_course_service_as_exchange(tmp_path
     assert all(on["ServerApp"]["jpserver_extensions"].values())
     loaded = (tmp_path / "instructor/nbgrader_config.py").read_text()
     assert 'load_subconfig("/home/jovyan/roofline-course/nbgrader_config.py")' in loaded
+
+
+# ---- what the schema does not see: hub.config's traits, every overlay's pods ----------------------------
+def test_hub_configs_sections_name_real_traits():
+    """hub.config is free-form to the chart's schema: each trait it sets must exist on its class
+    (JupyterHub's own classes and KubeSpawner's; an authenticator's section where it is installed)."""
+    import importlib
+
+    classes = {"JupyterHub": "jupyterhub.app:JupyterHub", "Authenticator": "jupyterhub.auth:Authenticator",
+               "Spawner": "jupyterhub.spawner:Spawner", "KubeSpawner": "kubespawner:KubeSpawner",
+               "GenericOAuthenticator": "oauthenticator.generic:GenericOAuthenticator",
+               "LTI11Authenticator": "ltiauthenticator.lti11.auth:LTI11Authenticator",
+               "LTI13Authenticator": "ltiauthenticator.lti13.auth:LTI13Authenticator"}
+    checked = 0
+    for overlay in [None, *OVERLAYS]:
+        config = merged(*([overlay] if overlay else []))["hub"]["config"]
+        for section, traits in config.items():
+            if section not in classes:
+                continue        # a class this test does not know: add it to `classes` to check it
+            module, _, name = classes[section].partition(":")
+            try:
+                cls = getattr(importlib.import_module(module), name)
+            except ImportError:
+                continue        # the hub image's authenticator, not installed here
+            unknown = set(traits) - set(cls.class_traits(config=True))
+            assert not unknown, f"hub.config.{section}: no such setting {sorted(unknown)}"
+            checked += 1
+    assert checked >= 3
+    typo = {"JupyterHub": {"load_group": {}}}
+    from jupyterhub.app import JupyterHub
+
+    assert set(typo["JupyterHub"]) - set(JupyterHub.class_traits(config=True)) == {"load_group"}
+
+
+@pytest.mark.parametrize("overlay", [None, *OVERLAYS])
+def test_every_overlays_pods_keep_the_guarantees(overlay, monkeypatch):
+    """Each values-*.yaml over values.yaml: the pods still validate, share nothing writable, keep
+    the secret from students and run unprivileged."""
+    c = chart_hub_config(merged(*([overlay] if overlay else [])), monkeypatch)
+    rendered = {"ada": render_pod(c, "ada", ["students"], monkeypatch),
+                "grace": render_pod(c, "grace", ["students"], monkeypatch),
+                "alice": render_pod(c, "alice", ["instructors"], monkeypatch)}
+    secret = merged(*([overlay] if overlay else []))["custom"]["roofline"]["variantSecret"]
+    for who, pod in rendered.items():
+        validate(pod)
+        assert privileged(pod) == [], who
+    assert writable_shared(rendered) == set()
+    assert reaches_secret(rendered["ada"], secret, SECRET) == [] == reaches_secret(rendered["grace"], secret, SECRET)
