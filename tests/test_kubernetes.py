@@ -3,9 +3,9 @@ cluster can.
 
 * The values (deploy/kubernetes/values.yaml, and every values-*.yaml overlay over it), merged
   over the chart's defaults as Helm merges them, validate against the chart's values schema
-  (chart 4.4.0, /work/shared/reference/z2jh-4.4.0 or $Z2JH_REFERENCE); misspelled keys fail.
+  (chart 4.4.0: tests/z2jh_chart/, the course's reference data); misspelled keys fail.
 * The chart's own hub configuration (its jupyterhub_config.py and z2jh.py of 4.4.0, vendored in
-  tests/z2jh_chart/) turns the values into KubeSpawner settings, and KubeSpawner renders the
+  tests/z2jh_chart/ too) turns the values into KubeSpawner settings, and KubeSpawner renders the
   student and instructor pods with the values' pre-spawn hook. The pods validate strictly against
   Kubernetes 1.32's API schema (kubernetes-validate), share no writable volume between users,
   keep the variant secret from students and run nothing privileged.
@@ -28,28 +28,26 @@ import sys
 import types
 from pathlib import Path
 
+import jsonschema
+import kubernetes_validate
 import pytest
-
-yaml = pytest.importorskip("yaml")
-jsonschema = pytest.importorskip("jsonschema")
-kubernetes_validate = pytest.importorskip("kubernetes_validate")
-pytest.importorskip("kubespawner")
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 K8S = REPO / "deploy" / "kubernetes"
 CHART = Path(__file__).resolve().parent / "z2jh_chart"
+#: the course's reference copy of the chart's schema and defaults, which tests/z2jh_chart/ holds too
 REFERENCE = Path(os.environ.get("Z2JH_REFERENCE", REPO.parent / "shared" / "reference" / "z2jh-4.4.0"))
 KUBERNETES = "1.32"
 SECRET = "0123456789abcdef" * 4          # a variant secret as `autograder variants --init-secret` writes one
 OVERLAYS = sorted(p.name for p in K8S.glob("values-*.yaml"))
 
 
-def _reference() -> Path:
+def test_the_vendored_schema_and_defaults_are_the_reference_copy():
     if not (REFERENCE / "values.schema.json").exists():
-        if os.environ.get("CI"):
-            pytest.fail(f"the chart's schema and defaults are missing: {REFERENCE} (set Z2JH_REFERENCE)")
-        pytest.skip(f"no Z2JH 4.4.0 reference data at {REFERENCE} (set Z2JH_REFERENCE)")
-    return REFERENCE
+        pytest.skip(f"no reference copy at {REFERENCE} to compare with (set Z2JH_REFERENCE)")
+    for name in ("values.schema.json", "values.yaml"):
+        assert (CHART / name).read_bytes() == (REFERENCE / name).read_bytes(), name
 
 
 # ---- Helm's merge and the chart's schema --------------------------------------------------------------
@@ -73,14 +71,14 @@ def load(name: str) -> dict:
 
 def merged(*files: str, extra: dict | None = None) -> dict:
     """The chart's defaults, then values.yaml, then each file named (an overlay), then `extra`."""
-    values = yaml.safe_load((_reference() / "values.yaml").read_text())
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
     for f in ("values.yaml", *files):
         values = helm_merge(values, load(f))
     return helm_merge(values, extra or {})
 
 
 def schema_errors(values: dict) -> list[str]:
-    schema = json.loads((_reference() / "values.schema.json").read_text())
+    schema = json.loads((CHART / "values.schema.json").read_text())
     validator = jsonschema.Draft7Validator(schema)
     return [f"{'.'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(values)]
 
