@@ -458,8 +458,15 @@ def test_the_service_runs_with_the_charts_token_on_its_own_volume(pods):
     assert env["JUPYTERHUB_API_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "hub",
                                                                        "key": "hub.services.course.apiToken"}
     assert env["JUPYTERHUB_SERVICE_NAME"]["value"] in load("values.yaml")["hub"]["services"]
-    args = container["command"]
-    group = args[args.index("--instructors-hub-group") + 1]
+    # the command is the service's own command line, as its parser reads it
+    from course_hub.service.app import parser
+
+    assert container["command"][:3] == ["python", "-m", "course_hub.service"]
+    args = parser().parse_args(container["command"][3:])
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert args.store == mounts["store"] and args.answer_key
+    assert Path(args.secret_file).parent == Path(mounts["variant-secret"])
+    group = args.instructors_hub_group
     assert group == load("values.yaml")["custom"]["roofline"]["instructorsGroup"]
     assert f"read:groups!group={group}" in load("values.yaml")["hub"]["loadRoles"]["course-service"]["scopes"]
     assert privileged(docs["Deployment"]["spec"]["template"]) == []

@@ -98,6 +98,22 @@ def _more_files() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
+def parser() -> argparse.ArgumentParser:
+    """The service's command line (deploy/kubernetes/course-service.yaml passes it too)."""
+    p = argparse.ArgumentParser(prog="python -m course_hub.service", description=__doc__.split("\n\n")[0])
+    p.add_argument("--store", required=True, help="the folder the service keeps everything in (only it writes there)")
+    who = p.add_mutually_exclusive_group()
+    who.add_argument("--instructors-group", default="", help="the Unix group whose members are the course's instructors")
+    who.add_argument("--instructors-hub-group", default="",
+                     help="the JupyterHub group whose members are the course's instructors (on Kubernetes: "
+                          "asked of the hub's API with this service's token; its role needs read:groups for it)")
+    p.add_argument("--answer-key", action="store_true",
+                   help="answer reveals: this interpreter's course_lib must hold the solvers (the instructors' copy)")
+    p.add_argument("--secret-file", default="", help="the course's variant secret (each student their own numbers; "
+                   "read again when it changes); without it everyone gets the lesson's own")
+    return p
+
+
 def main(argv=None) -> None:
     import asyncio
     from urllib.parse import urlsplit
@@ -112,18 +128,7 @@ def main(argv=None) -> None:
     from .base import unix_group_members
     from .hub_group import HubGroup
 
-    p = argparse.ArgumentParser(prog="python -m course_hub.service", description=__doc__.split("\n\n")[0])
-    p.add_argument("--store", required=True, help="the folder the service keeps everything in (only it writes there)")
-    who = p.add_mutually_exclusive_group()
-    who.add_argument("--instructors-group", default="", help="the Unix group whose members are the course's instructors")
-    who.add_argument("--instructors-hub-group", default="",
-                     help="the JupyterHub group whose members are the course's instructors (on Kubernetes: "
-                          "asked of the hub's API with this service's token; its role needs read:groups for it)")
-    p.add_argument("--answer-key", action="store_true",
-                   help="answer reveals: this interpreter's course_lib must hold the solvers (the instructors' copy)")
-    p.add_argument("--secret-file", default="", help="the course's variant secret (each student their own numbers; "
-                   "read again when it changes); without it everyone gets the lesson's own")
-    args = p.parse_args(argv)
+    args = parser().parse_args(argv)
     store = Path(args.store)
     if not store.is_dir() or not os.access(store, os.W_OK):
         raise SystemExit(f"{store}: expected a folder this service's user ({os.geteuid()}) can write")
