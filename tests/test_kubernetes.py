@@ -350,9 +350,10 @@ def test_instructors_get_their_image_resources_and_the_sandboxs_settings(pods):
     assert sc["seccompProfile"] == {"type": "Unconfined"} and sc["appArmorProfile"] == {"type": "Unconfined"}
     assert sc["procMount"] == "Unmasked" and alice["hostUsers"] is False and sc["capabilities"] == {"drop": ["ALL"]}
     assert "seccompProfile" not in ada["containers"][0]["securityContext"] and "hostUsers" not in ada
-    for spec, (cpu, mem) in ((ada, ("cpu", "memory")), (alice, ("cpu", "memory"))):
+    for spec in (ada, alice):       # every user's server has guarantees and limits
         res = spec["containers"][0]["resources"]
-        assert set(res["requests"]) >= {cpu, mem} and set(res["limits"]) >= {cpu, mem}
+        assert set(res["requests"]) >= {"cpu", "memory"} and set(res["limits"]) >= {"cpu", "memory"}
+    assert alice["containers"][0]["resources"]["limits"]["cpu"] == float(roofline["instructorResources"]["cpuLimit"])
 
 
 def test_a_user_in_neither_group_gets_no_server(pods, monkeypatch):
