@@ -3,22 +3,26 @@
 #
 #   sudo deploy/jupyterhub/setup.sh --instructor alice --student bob --student carol
 #
-# Every step checks before it acts, so running it again changes nothing that is already right
-# (add students later by running it again with more --student flags). What it does, in order:
+# Every option is remembered in the install's CONFIG_DIR/setup.conf: add students later with
+# `setup.sh --student dave` alone (the other options stay; a run prints each option it changes).
+# Every step checks before it acts, so running it again changes nothing that is already right.
+# `--show-config` prints the options, `--uninstall` removes the install. What it does, in order:
 #   1. OS packages: bubblewrap (grading sandbox), node + npm, python3-venv (apt, only if missing)
-#   2. configurable-http-proxy from npm (only if missing)
-#   3. the shared environment PREFIX/env: jupyterhub + this course's package with its `course`
+#   2. configurable-http-proxy from npm into PREFIX/proxy (only if missing; nothing global)
+#   3. the shared environment PREFIX/env: jupyterhub (--jupyterhub-version), jupyterhub-idle-culler
+#      and this course's package with its `course`
 #      extra, installed from this checkout (not editable; course_hub, the ledger service and the
 #      students' Assignment List, is in it); rebuilt only when the sources change
 #   4. nbgrader for everyone (PREFIX/env/etc/jupyter/nbgrader_config.py: exchange, course id)
 #      and the instructor-side nbgrader extensions switched off for everyone
 #   5. the exchange directory with nbgrader's documented permissions (1777)
-#   6. new home folders 0700 (login.defs, adduser.conf); students and instructors as Unix users
-#      in their groups, homes 0700; each instructor gets the course and the instructor tools
-#   7. the hub's configuration (CONFIG_DIR) and state directory; a systemd unit where systemd runs;
-#      per-student limits (memory, processes, CPU) for the single-user servers
-#   8. the shared environment on every user's PATH in login shells (JupyterLab's terminals):
-#      /etc/profile.d/roofline-course.sh
+#   6. students and instructors as Unix users in their groups, homes 0700 (useradd's HOME_MODE for
+#      the users it makes: no machine-wide file is edited); each instructor gets the course (its
+#      id in .autograder/course-id) and the instructor tools
+#   7. the hub's configuration (CONFIG_DIR: its ports, the idle culler) and state directory; a
+#      systemd unit (UNIT) where systemd runs; per-student limits (memory, processes, CPU)
+#   8. the shared environment on PATH in the login shells (JupyterLab's terminals) of this
+#      install's users only: /etc/profile.d/roofline-hub-COURSE_ID.sh
 #   9. the course service (course_hub.service: the prediction ledger and the answer key): a system
 #      user that alone writes LEDGER_DIR (the instructors' group reads it); the hub runs the service
 #      as that user (jupyterhub_config.py). The answer key stays out of students' reach: the
@@ -324,6 +328,7 @@ fi
 # ---- what this install owns outside its own folders: one PATH file, one systemd unit -----------------
 owner_of() {   # owner_of FILE: the configuration folder whose install wrote FILE ("" if none)
     # (a unit an earlier setup.sh wrote has no such line: its ExecStart names the folder)
+    [[ -f "$1" ]] || return 0
     sed -n -e 's/.*managed by deploy\/jupyterhub\/setup.sh for the hub configured in \([^ :]*\).*/\1/p' \
         -e 's/^ExecStart=.*jupyterhub -f \(.*\)\/jupyterhub_config\.py$/\1/p' "$1" 2>/dev/null | head -n 1
 }
@@ -391,8 +396,8 @@ claim "$PROFILE_D"
 mkdir -p "$CONFIG_DIR" "$PREFIX"
 write_setup_conf
 # the installs using PREFIX: this one, and the others whose configuration still exists
-{ cat "$USED_BY" 2>/dev/null; echo "$CONFIG_DIR"; } | sort -u | while IFS= read -r d; do
-    [[ "$d" == "$CONFIG_DIR" || -f "$d/setup.conf" ]] && echo "$d"
+{ cat "$USED_BY" 2>/dev/null || true; echo "$CONFIG_DIR"; } | sort -u | while IFS= read -r d; do
+    if [[ "$d" == "$CONFIG_DIR" || -f "$d/setup.conf" ]]; then echo "$d"; fi
 done > "$USED_BY.new"
 mv "$USED_BY.new" "$USED_BY"
 
