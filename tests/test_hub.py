@@ -375,7 +375,7 @@ def running_hub(students: list[str], hub_args: tuple = (), prefix: Path = PREFIX
         info["passwords"] = passwords
         info["env"] = prefix / "env"
         info["home"] = {k: Path(pwd.getpwnam(u).pw_dir) for k, u in users.items()}
-        info["course"] = info["home"]["instructor"] / "roofline-course"
+        info["course"] = info["home"]["instructor"] / f"{course_id}-course"      # setup.sh's default folder
 
         t0 = time.monotonic()
         log = open(info["log"], "w")

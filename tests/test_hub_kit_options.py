@@ -77,3 +77,35 @@ def test_bad_values_are_refused_with_what_was_expected(tmp_path):
     (tmp_path / "setup.conf").write_text("SOMETHING=1\n")
     _, _, p = show("--config-dir", tmp_path)
     assert p.returncode != 0 and "unknown setting SOMETHING" in p.stderr, p.stderr
+
+
+def test_the_course_id_comes_from_the_course_folder(tmp_path):
+    """setup.sh --course-id writes <course>/.autograder/course-id in each instructor's copy; the
+    course's nbgrader_config.py (the Formgrader, `nbgrader`) and `python -m autograder` read it."""
+    import shutil
+
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from autograder.locate import CourseNotFound, course_id_of
+
+    repo = SETUP.parents[2]
+    shutil.copy(repo / "nbgrader_config.py", tmp_path / "nbgrader_config.py")
+    (tmp_path / "solutions").mkdir()
+
+    def configured() -> str:
+        return PyFileConfigLoader("nbgrader_config.py", str(tmp_path)).load_config().CourseDirectory.course_id
+
+    assert course_id_of(tmp_path) == "roofline" == configured()
+    (tmp_path / ".autograder").mkdir()
+    (tmp_path / ".autograder" / "course-id").write_text("perf2\n")
+    assert course_id_of(tmp_path) == "perf2" == configured()
+    from autograder.locate import locate_course
+
+    assert locate_course(tmp_path).course_id == "perf2"
+    (tmp_path / ".autograder" / "course-id").write_text("../other\n")
+    try:
+        course_id_of(tmp_path)
+    except CourseNotFound as e:
+        assert "expected one short lower-case course id" in str(e)
+    else:
+        raise AssertionError("a course id with a path in it was accepted")
