@@ -155,7 +155,7 @@ def test_an_install_has_its_own_ports_proxy_and_idle_culler(tmp_path):
     assert c.ConfigurableHTTPProxy.command == ["/opt/roofline/proxy/node_modules/.bin/configurable-http-proxy"]
     culler = [s for s in appended(c.JupyterHub.services) if s["name"] == "idle-culler"]
     assert len(culler) == 1 and culler[0]["command"][:3] == ["/opt/roofline-env/bin/python", "-m",
-                                                              "jupyterhub_idle_culler"]
+                                                              "course_hub.idle_culler"]
     assert "--timeout=600" in culler[0]["command"] and "--cull-every=150" in culler[0]["command"]
     role = [r for r in appended(c.JupyterHub.load_roles) if r["name"] == "idle-culler"]
     assert role == [{"name": "idle-culler", "services": ["idle-culler"],

@@ -239,7 +239,9 @@ CULL_IDLE = int(site["cull_idle"])
 if CULL_IDLE:
     c.JupyterHub.services.append({
         "name": "idle-culler",
-        "command": [os.path.join(ENV, "bin", "python"), "-m", "jupyterhub_idle_culler",
+        # (course_hub.idle_culler: the culler, stopped by the hub's SIGINT even where it started
+        # with SIGINT ignored)
+        "command": [os.path.join(ENV, "bin", "python"), "-m", "course_hub.idle_culler",
                     f"--timeout={CULL_IDLE}", f"--cull-every={max(5, min(300, CULL_IDLE // 4))}"],
     })
     c.JupyterHub.load_roles.append({
