@@ -51,6 +51,8 @@ SLOW_FILES = {
 }
 #: single tests of otherwise fast files: file -> test function names, cases or doctests
 SLOW_TESTS = {
+    # loads the course's nbgrader_config.py, which imports nbgrader and the autograder's exporters
+    "test_hub_kit_options.py": {"test_the_course_id_comes_from_the_course_folder"},
     "test_notebooks.py": {"test_notebook_executes_cleanly"},
     "test_measure.py": {
         # three full measurements of this machine, back to back (a stability check)
