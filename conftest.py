@@ -39,6 +39,7 @@ SLOW_FILES = {
     "test_prediction_grading.py": "grades through the nbgrader exchange",
     "test_deploy.py": "builds virtual environments and the student repository",
     "test_hub.py": "runs a JupyterHub",
+    "test_hub_installs.py": "runs two JupyterHubs side by side, one of them 5.5",
     "test_browser.py": "drives JupyterLab in chromium",
     "test_autograder_attacks.py": "grades a class with ten attackers end to end",
     "test_exchange_owners.py": "makes real users and collects from an exchange",
@@ -50,6 +51,8 @@ SLOW_FILES = {
 }
 #: single tests of otherwise fast files: file -> test function names, cases or doctests
 SLOW_TESTS = {
+    # loads the course's nbgrader_config.py, which imports nbgrader and the autograder's exporters
+    "test_hub_kit_options.py": {"test_the_course_id_comes_from_the_course_folder"},
     "test_notebooks.py": {"test_notebook_executes_cleanly"},
     "test_measure.py": {
         # three full measurements of this machine, back to back (a stability check)

@@ -9,7 +9,11 @@ import os
 c = get_config()  # noqa: F821 (provided by nbgrader)
 
 c.CourseDirectory.root = os.path.dirname(os.path.abspath(__file__))
-c.CourseDirectory.course_id = "roofline"
+# The course's id in nbgrader's exchange: roofline, or the one a hub install gave this copy of the
+# course (deploy/jupyterhub/setup.sh --course-id writes .autograder/course-id; autograder.locate)
+from autograder.locate import course_id_of  # noqa: E402
+
+c.CourseDirectory.course_id = course_id_of(c.CourseDirectory.root)
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "notebooks"
 c.CourseDirectory.db_url = "sqlite:///" + os.path.join(c.CourseDirectory.root, "gradebook.db")

@@ -16,7 +16,7 @@ import os
 import sys
 from pathlib import Path
 
-from autograder.course import Course, default_jobs
+from autograder.course import COURSE_ID, Course, default_jobs
 from autograder.locate import CONFIGURED, exchange_of, locate_course
 
 
@@ -30,7 +30,8 @@ def _course(args) -> Course:
     if not source.is_dir():
         raise SystemExit(f"{source}: no such folder of instructor notebooks (--source)")
     return Course(root=Path(args.root) if args.root else where.path, source=source,
-                  release=Path(args.release_dir) if args.release_dir else where.release)
+                  release=Path(args.release_dir) if args.release_dir else where.release,
+                  course_id=where.course_id if where else COURSE_ID)
 
 
 def _limits(args):
@@ -62,7 +63,8 @@ def cmd_release(args) -> int:
     if args.exchange is not None or os.environ.get("AUTOGRADER_EXCHANGE"):
         explicit = None if args.exchange in (None, CONFIGURED) else args.exchange
         exchange = exchange_of(explicit, course.root, must_exist=explicit is None)
-        for p in release_to_exchange(names, exchange, release=course.release, source=course.source):
+        for p in release_to_exchange(names, exchange, release=course.release, source=course.source,
+                                     course_id=course.course_id):
             print(f"in the exchange: {p}")
     return 0
 

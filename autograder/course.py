@@ -22,7 +22,10 @@ from autograder.authoring.release import (HEADER_FILE, REPO, RELEASE, SOURCE, as
                       nbgrader_config)
 from autograder.cell_code import HIDDEN_BEGIN, assigned_names, used_names
 
-COURSE_ID = "roofline"
+from autograder.locate import DEFAULT_COURSE_ID
+
+#: the course id of a course whose folder names none (autograder.locate.course_id_of)
+COURSE_ID = DEFAULT_COURSE_ID
 
 
 @dataclass
@@ -30,6 +33,8 @@ class Course:
     root: Path = REPO
     source: Path = SOURCE
     release: Path = RELEASE
+    #: its id in nbgrader's exchange (the course folder's .autograder/course-id, autograder.locate)
+    course_id: str = COURSE_ID
 
     def __post_init__(self):
         self.root, self.source, self.release = (Path(p).resolve() for p in (self.root, self.source, self.release))
@@ -86,7 +91,7 @@ class Course:
         """nbgrader Config for this course (absolute source / release folders)."""
         c = self.user_config()
         c.merge(nbgrader_config(self.root, source=str(self.source), release=str(release or self.release), db=self.db))
-        c.CourseDirectory.course_id = COURSE_ID
+        c.CourseDirectory.course_id = self.course_id
         c.CourseDirectory.submitted_directory = "submitted"
         c.CourseDirectory.autograded_directory = "autograded"
         c.CourseDirectory.feedback_directory = "feedback"

@@ -14,6 +14,7 @@ and the system's etc/jupyter, in nbgrader's order of precedence).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,27 @@ DEFAULT_SOURCE = "solutions"
 DEFAULT_RELEASE = "notebooks"
 #: `--exchange` given without a value: the configured exchange
 CONFIGURED = "(configured)"
+
+
+#: the course's id in nbgrader's exchange unless the course folder's COURSE_ID_FILE names another
+DEFAULT_COURSE_ID = "roofline"
+#: written by the hub kit (deploy/jupyterhub/setup.sh --course-id) into the instructor's copy
+COURSE_ID_FILE = Path(".autograder") / "course-id"
+_COURSE_ID = re.compile(r"[a-z][a-z0-9_-]{0,30}")
+
+
+def course_id_of(course_dir) -> str:
+    """The course's id in nbgrader's exchange: what <course_dir>/.autograder/course-id says (one
+    line, a short lower-case name), else roofline. A file that says anything else is an error."""
+    path = Path(course_dir) / COURSE_ID_FILE
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return DEFAULT_COURSE_ID
+    if not _COURSE_ID.fullmatch(text):
+        raise CourseNotFound(f"{path}: expected one short lower-case course id (letters, digits, _ -), "
+                             f"found {text[:40]!r}")
+    return text
 
 
 class CourseNotFound(SystemExit):
@@ -34,6 +56,7 @@ class CourseDir:
     source: Path
     release: Path
     found_by: str            # how it was found, for messages
+    course_id: str = DEFAULT_COURSE_ID
 
 
 def find_config_upward(start: Path) -> Path | None:
@@ -78,7 +101,7 @@ def locate_course(course_dir: str | os.PathLike | None = None, environ=None, cwd
     if not source.is_dir():
         raise CourseNotFound(f"{path} (from {found_by}) has no {source.name}/ folder of instructor notebooks: "
                              f"is it the course directory?")
-    return CourseDir(path, source, release, found_by)
+    return CourseDir(path, source, release, found_by, course_id_of(path))
 
 
 def configured_exchange(course_dir: Path | None = None) -> Path | None:

@@ -213,10 +213,11 @@ def locked(path: Path):
 class Browser:
     """A student's or instructor's browser session, driven over HTTP with requests."""
 
-    def __init__(self, base: str, user: str):
+    def __init__(self, base: str, user: str, course_id: str = COURSE_ID):
         import requests
 
         self.base, self.user, self.s = base, user, requests.Session()
+        self.course_id = course_id
 
     def login(self, password: str) -> None:
         r = self.s.get(f"{self.base}/hub/login", timeout=30)
@@ -255,7 +256,7 @@ class Browser:
         return self.s.put(self.url(path), headers={"X-XSRFToken": xsrf}, timeout=120, **kw)
 
     def nbgrader(self, action: str) -> dict:
-        r = self.post(f"assignments/{action}", data={"course_id": COURSE_ID, "assignment_id": ASSIGNMENT})
+        r = self.post(f"assignments/{action}", data={"course_id": self.course_id, "assignment_id": ASSIGNMENT})
         r.raise_for_status()
         return r.json()
 
@@ -317,9 +318,11 @@ def hub():
 
 
 @contextmanager
-def running_hub(students: list[str], hub_args: tuple = ()):
-    """setup.sh at temporary paths, an instructor and `students` (keys of info["users"]) as
-    Unix users, a running hub; everything undone afterwards."""
+def running_hub(students: list[str], hub_args: tuple = (), prefix: Path = PREFIX, course_id: str = COURSE_ID,
+                setup_args: tuple = ()):
+    """setup.sh at temporary paths (the shared environment in `prefix`), an instructor and
+    `students` (keys of info["users"]) as Unix users, a running hub; everything undone
+    afterwards. `course_id`, `setup_args`: setup.sh's --course-id and further options."""
     if WHY_NOT:
         pytest.fail(f"ROOFLINE_REQUIRE_HUB=1, but this test {WHY_NOT}")
     t_start = time.monotonic()
@@ -330,31 +333,37 @@ def running_hub(students: list[str], hub_args: tuple = ()):
     base = Path(tempfile.mkdtemp(prefix="roofline-hub-", dir="/tmp"))
     base.chmod(0o755)                       # the exchange inside must be reachable by every user
     port, hub_port, proxy_port, ledger_port = free_ports(4)
-    info = {"users": users, "base": base, "url": f"http://127.0.0.1:{port}", "timings": {}, "log": base / "hub.log"}
+    info = {"users": users, "base": base, "url": f"http://127.0.0.1:{port}", "timings": {}, "log": base / "hub.log",
+            "course_id": course_id, "prefix": prefix, "ports": {"hub API": hub_port, "proxy API": proxy_port}}
     # the prediction ledger: its own system user (removed at the end), a free port, a folder in base
     info["ledger"] = {"user": f"rft{tag}l", "dir": base / "ledger", "url": f"http://127.0.0.1:{ledger_port}"}
     info["key_group"] = f"rft{tag}-key"     # who reads the answer key: the instructor and the service
     hub_proc = None
-    # setup.sh puts the shared environment on every login shell's PATH: on this machine, only for
-    # the test's duration (what was there before is put back)
-    profile = Path("/etc/profile.d/roofline-course.sh")
+    # setup.sh puts the shared environment on the PATH of its users' login shells (one file per
+    # install, named by the course id): on this machine, only for the test's duration (what was
+    # there before is put back)
+    profile = Path(f"/etc/profile.d/roofline-hub-{course_id}.sh")
+    info["profile"] = profile
     profile_before = profile.read_bytes() if profile.exists() else None
     try:
-        cmd = [str(KIT / "setup.sh"), "--prefix", str(PREFIX), "--exchange", str(base / "exchange"),
+        cmd = [str(KIT / "setup.sh"), "--prefix", str(prefix), "--exchange", str(base / "exchange"),
                "--config-dir", str(base / "etc"), "--state-dir", str(base / "state"), "--python", SYSTEM_PYTHON,
                "--bind-url", info["url"], "--students-group", groups[0], "--instructors-group", groups[1],
                "--instructor", users["instructor"], *[x for who in students for x in ("--student", users[who])],
                "--memory-limit", MEMORY_LIMIT, "--tasks-limit", str(TASKS_LIMIT), "--no-service",
                "--ledger-user", info["ledger"]["user"], "--ledger-dir", str(info["ledger"]["dir"]),
-               "--ledger-url", info["ledger"]["url"], "--key-group", info["key_group"]]
+               "--ledger-url", info["ledger"]["url"], "--key-group", info["key_group"],
+               "--hub-api-port", str(hub_port), "--proxy-api-port", str(proxy_port), "--course-id", course_id,
+               *setup_args]
+        info["setup"] = cmd
         t0 = time.monotonic()
-        with locked(Path(str(PREFIX) + ".lock")):
+        with locked(Path(str(prefix) + ".lock")):
             setup = run(cmd)
         info["timings"]["setup.sh"] = time.monotonic() - t0
         info["env_built"] = "installing jupyterhub" in setup.stdout
         # an admin runs it again (more students, a course update): nothing that is right changes
         homes = [Path(pwd.getpwnam(u).pw_dir) for u in users.values()]
-        watched = [base / "etc", base / "exchange", PREFIX / "env" / "etc" / "jupyter", *homes]
+        watched = [base / "etc", base / "exchange", prefix / "env" / "etc" / "jupyter", *homes]
         before = snapshot(watched)
         t0 = time.monotonic()
         again = run(cmd)
@@ -364,18 +373,16 @@ def running_hub(students: list[str], hub_args: tuple = ()):
         passwords = {u: secrets.token_urlsafe(12) for u in users.values()}
         run(["chpasswd"], input="".join(f"{u}:{p}\n" for u, p in passwords.items()))
         info["passwords"] = passwords
-        info["env"] = PREFIX / "env"
+        info["env"] = prefix / "env"
         info["home"] = {k: Path(pwd.getpwnam(u).pw_dir) for k, u in users.items()}
-        info["course"] = info["home"]["instructor"] / "roofline-course"
+        info["course"] = info["home"]["instructor"] / f"{course_id}-course"      # setup.sh's default folder
 
         t0 = time.monotonic()
         log = open(info["log"], "w")
         hub_proc = subprocess.Popen(
-            [str(PREFIX / "env" / "bin" / "jupyterhub"), "-f", str(base / "etc" / "jupyterhub_config.py"),
-             f"--JupyterHub.hub_bind_url=http://127.0.0.1:{hub_port}",
-             f"--ConfigurableHTTPProxy.api_url=http://127.0.0.1:{proxy_port}", *hub_args],
+            [str(prefix / "env" / "bin" / "jupyterhub"), "-f", str(base / "etc" / "jupyterhub_config.py"), *hub_args],
             cwd=base / "state", stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            env={"PATH": f"{PREFIX / 'env' / 'bin'}:/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"},
+            env={"PATH": f"{prefix / 'env' / 'bin'}:/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"},
             # started with SIGINT ignored, as a shell's background job is (and CI's was): the hub
             # passes that on to the services it starts, which it stops with SIGINT
             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
@@ -462,17 +469,17 @@ def student_round_trip(hub, who: str, answers: dict, keep_record: bool = True, b
     runs the form checks and verify cells, so it writes the prediction record beside the notebook;
     `keep_record=False` deletes it before submitting (a student who hands in no record);
     `before_submit(browser, folder, notebook name)` runs right before the submission."""
-    user = hub["users"][who]
-    b = Browser(hub["url"], user)
+    user, course_id = hub["users"][who], hub["course_id"]
+    b = Browser(hub["url"], user, course_id)
     t0 = time.monotonic()
     b.login(hub["passwords"][user])
     landed = b.spawn()
     t_spawned = time.monotonic() - t0
-    listing = b.get("assignments", params={"course_id": COURSE_ID}).json()
+    listing = b.get("assignments", params={"course_id": course_id}).json()
     assert listing["success"], listing
     assert [a["status"] for a in listing["value"] if a["assignment_id"] == ASSIGNMENT] == ["released"], listing
     b.nbgrader("fetch")
-    folder = f"{COURSE_ID}/{ASSIGNMENT}"
+    folder = f"{course_id}/{ASSIGNMENT}"
     name = next((REPO / "notebooks" / ASSIGNMENT).glob("*.ipynb")).name
     r = b.get(f"api/contents/{folder}/{name}", params={"content": 1})
     assert r.status_code == 200, f"{user}: the fetched notebook is not at {folder}/{name}: {r.status_code}"
@@ -537,7 +544,7 @@ def hub_terminal_env(hub) -> dict:
 def gradebook_scores(hub, user: str) -> dict:
     from nbgrader.api import Gradebook
 
-    with Gradebook(f"sqlite:///{hub['course'] / 'gradebook.db'}", course_id=COURSE_ID) as gb:
+    with Gradebook(f"sqlite:///{hub['course'] / 'gradebook.db'}", course_id=hub["course_id"]) as gb:
         nb_name = next((REPO / "solutions" / ASSIGNMENT).glob("*.ipynb")).stem
         sub = gb.find_submission_notebook(nb_name, ASSIGNMENT, user)
         return {g.name: g.auto_score for g in sub.grades if g.cell.cell_type == "code"}

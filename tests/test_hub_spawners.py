@@ -23,13 +23,17 @@ KIT = Path(__file__).resolve().parents[1] / "deploy" / "jupyterhub"
 ME = pwd.getpwuid(os.getuid()).pw_name
 
 
-def load_config(tmp_path: Path, spawner: str, limits: dict, instructors: set[str]) -> tuple[Config, dict]:
-    """The kit's jupyterhub_config.py, loaded next to a roofline_site.json as setup.sh writes it."""
+def load_config(tmp_path: Path, spawner: str, limits: dict, instructors: set[str], **more) -> tuple[Config, dict]:
+    """The kit's jupyterhub_config.py, loaded next to a roofline_site.json as setup.sh writes it
+    (`more`: further keys of it)."""
     shutil.copy(KIT / "jupyterhub_config.py", tmp_path / "jupyterhub_config.py")
     site = {"env": "/opt/roofline-env", "exchange": str(tmp_path / "exchange"), "state_dir": str(tmp_path),
-            "proxy": "configurable-http-proxy", "bind_url": "http://127.0.0.1:8000", "course_id": "roofline",
+            "proxy": "/opt/roofline/proxy/node_modules/.bin/configurable-http-proxy",
+            "bind_url": "http://127.0.0.1:8000", "course_id": "roofline",
             "course_folder": "roofline-course", "students_group": "roofline-students",
-            "instructors_group": "roofline-instructors", "spawner": spawner, "limits": limits}
+            "instructors_group": "roofline-instructors", "spawner": spawner, "limits": limits,
+            "hub_api_url": "http://127.0.0.1:8081", "proxy_api_url": "http://127.0.0.1:8001", "cull_idle": 3600,
+            **more}
     (tmp_path / "roofline_site.json").write_text(json.dumps(site))
     c = Config()
     ns = {"get_config": lambda: c, "load_subconfig": lambda path: None,
@@ -134,3 +138,29 @@ def test_the_local_spawner_sets_rlimits_for_students_only(tmp_path):
         assert calls == [] and dropped == ["stu", "prof"]
     finally:
         LocalProcessSpawner.make_preexec_fn = original
+
+
+def appended(value) -> list:
+    """A list the config appended to (traitlets keeps the appends until the hub's default)."""
+    return list(value.get_value([])) if hasattr(value, "get_value") else list(value)
+
+
+def test_an_install_has_its_own_ports_proxy_and_idle_culler(tmp_path):
+    """setup.sh's --hub-api-port, --proxy-api-port and --cull-idle reach the hub; the proxy is the
+    one inside the install's prefix."""
+    c, _ = load_config(tmp_path, "local", {}, instructors=set(), hub_api_url="http://127.0.0.1:18081",
+                       proxy_api_url="http://127.0.0.1:18001", cull_idle=600)
+    assert c.JupyterHub.hub_bind_url == "http://127.0.0.1:18081"
+    assert c.ConfigurableHTTPProxy.api_url == "http://127.0.0.1:18001"
+    assert c.ConfigurableHTTPProxy.command == ["/opt/roofline/proxy/node_modules/.bin/configurable-http-proxy"]
+    culler = [s for s in appended(c.JupyterHub.services) if s["name"] == "idle-culler"]
+    assert len(culler) == 1 and culler[0]["command"][:3] == ["/opt/roofline-env/bin/python", "-m",
+                                                              "course_hub.idle_culler"]
+    assert "--timeout=600" in culler[0]["command"] and "--cull-every=150" in culler[0]["command"]
+    role = [r for r in appended(c.JupyterHub.load_roles) if r["name"] == "idle-culler"]
+    assert role == [{"name": "idle-culler", "services": ["idle-culler"],
+                     "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"]}]
+    # 0: no culler at all
+    c, _ = load_config(tmp_path, "local", {}, instructors=set(), cull_idle=0)
+    assert not [s for s in appended(c.JupyterHub.services) if s["name"] == "idle-culler"]
+    assert not [r for r in appended(c.JupyterHub.load_roles) if r["name"] == "idle-culler"]

@@ -249,14 +249,14 @@ def check_notebook(data: bytes) -> str | None:
     return None
 
 
-def _exchange_entries(inbound: Path, assignment: str, report: CollectReport):
+def _exchange_entries(inbound: Path, assignment: str, report: CollectReport, course_id: str = COURSE_ID):
     """The latest submission of each student in an nbgrader inbound folder, as nbgrader's own
     collect picks it: <student>+<assignment>+<timestamp>+<random>, newest timestamp wins."""
     from nbgrader.utils import parse_utc
 
     if not inbound.is_dir():
         raise SystemExit(f"no nbgrader inbound folder at {inbound} (is --exchange right, and the course id "
-                         f"{COURSE_ID!r}?)")
+                         f"{course_id!r}?)")
     latest: dict[str, tuple] = {}
     for d in sorted(inbound.iterdir()):
         parts = d.name.rsplit("+", 3)
@@ -295,7 +295,7 @@ def _plugin_entries(course: Course, assignment: str, plugin, report: CollectRepo
     with tempfile.TemporaryDirectory(prefix="collect-") as tmp:
         c = course.config()
         c.CourseDirectory.root = tmp
-        c.CourseDirectory.course_id = COURSE_ID
+        c.CourseDirectory.course_id = course.course_id
         c.CourseDirectory.db_url = f"sqlite:///{Path(tmp) / 'gradebook.db'}"
         plugin.apply(c)
         result = NbGraderAPI(config=c).collect(assignment, update=True)
@@ -564,7 +564,7 @@ def _entries_of(course: Course, assignment: str, source: Path | None, exchange: 
         where = exchange_of(str(exchange) if exchange else None, course.root)
         if isinstance(where, PluginExchange):
             return _plugin_entries(course, assignment, where, report)
-        return _exchange_entries(where / COURSE_ID / "inbound", assignment, report)
+        return _exchange_entries(where / course.course_id / "inbound", assignment, report, course.course_id)
     elif source is None:
         raise SystemExit(f"name a folder or zip to collect from: {SOURCES}")
     source = Path(source)

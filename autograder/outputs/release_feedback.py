@@ -14,7 +14,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.course import COURSE_ID, Course
+from autograder.course import Course
 from autograder.authoring.release import ensure_tools_on_path
 
 NEEDED = ("timestamp.txt", "submission_secret.txt")
@@ -45,7 +45,7 @@ def release_feedback(course: Course, assignment: str, exchange,
     if not todo:
         return out
     config = course.config()
-    config.CourseDirectory.course_id = COURSE_ID
+    config.CourseDirectory.course_id = course.course_id
     if isinstance(exchange, PluginExchange):
         exchange.apply(config)
     else:

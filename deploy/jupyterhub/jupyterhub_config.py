@@ -26,9 +26,11 @@ ENV = site["env"]
 c.JupyterHub.bind_url = site["bind_url"]
 # c.JupyterHub.ssl_cert = "/etc/letsencrypt/live/hub.example.edu/fullchain.pem"
 # c.JupyterHub.ssl_key = "/etc/letsencrypt/live/hub.example.edu/privkey.pem"
-# The hub's own API and the proxy's API stay on the loopback interface.
-c.JupyterHub.hub_bind_url = "http://127.0.0.1:8081"
-c.ConfigurableHTTPProxy.api_url = "http://127.0.0.1:8001"
+# The hub's own API and the proxy's API stay on the loopback interface, on this install's ports
+# (setup.sh --hub-api-port, --proxy-api-port: two installs on one machine each have their own).
+c.JupyterHub.hub_bind_url = site["hub_api_url"]
+c.ConfigurableHTTPProxy.api_url = site["proxy_api_url"]
+# the proxy installed inside this install's prefix (npm --prefix), not one of the machine's
 c.ConfigurableHTTPProxy.command = [site["proxy"]]
 
 # ---- state ---------------------------------------------------------------------------------------
@@ -227,6 +229,25 @@ if LEDGER:
     c.JupyterHub.load_roles.append({"name": "user", "scopes": ["self", ACCESS]})
     c.Spawner.server_token_scopes = ["users:activity!user", "access:servers!server", ACCESS]
     c.Spawner.environment = {**c.Spawner.environment, "COURSE_SERVICE_URL": LEDGER["url"]}
+
+# ---- the idle culler ---------------------------------------------------------------------------------
+# A server nobody used for cull_idle seconds (setup.sh --cull-idle, default 3600; 0: never) is
+# stopped, with its kernels and terminals (jupyterhub-idle-culler, a service of the hub's). The
+# user's files stay; their next login starts it again. It checks every quarter of that time, at
+# most every 5 minutes.
+CULL_IDLE = int(site["cull_idle"])
+if CULL_IDLE:
+    c.JupyterHub.services.append({
+        "name": "idle-culler",
+        # (course_hub.idle_culler: the culler, stopped by the hub's SIGINT even where it started
+        # with SIGINT ignored)
+        "command": [os.path.join(ENV, "bin", "python"), "-m", "course_hub.idle_culler",
+                    f"--timeout={CULL_IDLE}", f"--cull-every={max(5, min(300, CULL_IDLE // 4))}"],
+    })
+    c.JupyterHub.load_roles.append({
+        "name": "idle-culler", "services": ["idle-culler"],
+        "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"],
+    })
 
 # ---- local changes --------------------------------------------------------------------------------
 _local = os.path.join(HERE, "jupyterhub_config.local.py")

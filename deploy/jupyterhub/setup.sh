@@ -3,22 +3,26 @@
 #
 #   sudo deploy/jupyterhub/setup.sh --instructor alice --student bob --student carol
 #
-# Every step checks before it acts, so running it again changes nothing that is already right
-# (add students later by running it again with more --student flags). What it does, in order:
+# Every option is remembered in the install's CONFIG_DIR/setup.conf: add students later with
+# `setup.sh --student dave` alone (the other options stay; a run prints each option it changes).
+# Every step checks before it acts, so running it again changes nothing that is already right.
+# `--show-config` prints the options, `--uninstall` removes the install. What it does, in order:
 #   1. OS packages: bubblewrap (grading sandbox), node + npm, python3-venv (apt, only if missing)
-#   2. configurable-http-proxy from npm (only if missing)
-#   3. the shared environment PREFIX/env: jupyterhub + this course's package with its `course`
+#   2. configurable-http-proxy from npm into PREFIX/proxy (only if missing; nothing global)
+#   3. the shared environment PREFIX/env: jupyterhub (--jupyterhub-version), jupyterhub-idle-culler
+#      and this course's package with its `course`
 #      extra, installed from this checkout (not editable; course_hub, the ledger service and the
 #      students' Assignment List, is in it); rebuilt only when the sources change
 #   4. nbgrader for everyone (PREFIX/env/etc/jupyter/nbgrader_config.py: exchange, course id)
 #      and the instructor-side nbgrader extensions switched off for everyone
 #   5. the exchange directory with nbgrader's documented permissions (1777)
-#   6. new home folders 0700 (login.defs, adduser.conf); students and instructors as Unix users
-#      in their groups, homes 0700; each instructor gets the course and the instructor tools
-#   7. the hub's configuration (CONFIG_DIR) and state directory; a systemd unit where systemd runs;
-#      per-student limits (memory, processes, CPU) for the single-user servers
-#   8. the shared environment on every user's PATH in login shells (JupyterLab's terminals):
-#      /etc/profile.d/roofline-course.sh
+#   6. students and instructors as Unix users in their groups, homes 0700 (useradd's HOME_MODE for
+#      the users it makes: no machine-wide file is edited); each instructor gets the course (its
+#      id in .autograder/course-id) and the instructor tools
+#   7. the hub's configuration (CONFIG_DIR: its ports, the idle culler) and state directory; a
+#      systemd unit (UNIT) where systemd runs; per-student limits (memory, processes, CPU)
+#   8. the shared environment on PATH in the login shells (JupyterLab's terminals) of this
+#      install's users only: /etc/profile.d/roofline-hub-COURSE_ID.sh
 #   9. the course service (course_hub.service: the prediction ledger and the answer key): a system
 #      user that alone writes LEDGER_DIR (the instructors' group reads it); the hub runs the service
 #      as that user (jupyterhub_config.py). The answer key stays out of students' reach: the
@@ -33,72 +37,119 @@ unset PYTHONPATH PYTHONHOME PYTHONSTARTUP PYTHONUSERBASE
 
 KIT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 SRC="$(cd "$KIT/../.." && pwd)"          # the course checkout this script belongs to
-COURSE_ID=roofline
 
-PREFIX=/opt/roofline
-EXCHANGE=/srv/nbgrader/exchange
-CONFIG_DIR=/etc/jupyterhub
-STATE_DIR=/var/lib/jupyterhub
-PYTHON=/usr/bin/python3
-BIND_URL="http://:8000"
-COURSE_FOLDER=roofline-course           # the instructor's course checkout, in their home
-STUDENTS_GROUP=roofline-students
-INSTRUCTORS_GROUP=roofline-instructors
-SERVICE=auto
-MEMORY_LIMIT=4G                         # per student process (local spawner), per server (systemd)
-TASKS_LIMIT=512                         # processes + threads per student
-CPU_LIMIT=2                             # cores per student server (systemd); local spawner: nice
-NICE=10
-PROFILE_D=/etc/profile.d/roofline-course.sh
-LEDGER_DIR=/var/lib/roofline-ledger      # the prediction ledger's files (course_hub.service)
-LEDGER_URL=http://127.0.0.1:8790        # where the ledger service listens (loopback only)
-LEDGER_USER=roofline-ledger             # the system user the service runs as: the only writer
-KEY_GROUP=roofline-key                  # who may read the answer key (course_lib's solvers): instructors, the service
-LEDGER=yes
-SERVICE_EXCHANGE=yes                    # the course service is the nbgrader exchange (no: the folder EXCHANGE)
+# ---- options --------------------------------------------------------------------------------------
+# Every option is remembered in the install's own CONFIG_DIR/setup.conf: running setup.sh again
+# with only --student (or any one option) keeps the rest, and says what it changed. An install is
+# named by its configuration folder (--config-dir), or by its course id (--course-id ID: the
+# folder defaults to /etc/jupyterhub-ID); a second install on the same machine gets its own.
+# variable  option           default (the course id's in @...@ where it names the install)
+OPTION_TABLE="
+COURSE_ID        course-id          roofline
+PREFIX           prefix             /opt/@ID@
+EXCHANGE         exchange           /srv/nbgrader/exchange
+STATE_DIR        state-dir          @STATE@
+PYTHON           python             /usr/bin/python3
+BIND_URL         bind-url           http://:8000
+HUB_API_PORT     hub-api-port       8081
+PROXY_API_PORT   proxy-api-port     8001
+COURSE_FOLDER    course-folder      @ID@-course
+STUDENTS_GROUP   students-group     @ID@-students
+INSTRUCTORS_GROUP instructors-group @ID@-instructors
+SERVICE          -                  auto
+UNIT             unit               @UNIT@
+MEMORY_LIMIT     memory-limit       4G
+TASKS_LIMIT      tasks-limit        512
+CPU_LIMIT        cpu-limit          2
+CULL_IDLE        cull-idle          3600
+JUPYTERHUB_VERSION jupyterhub-version >=5
+LEDGER_DIR       ledger-dir         /var/lib/@ID@-ledger
+LEDGER_URL       ledger-url         http://127.0.0.1:8790
+LEDGER_USER      ledger-user        @ID@-ledger
+KEY_GROUP        key-group          @ID@-key
+LEDGER           -                  yes
+SERVICE_EXCHANGE -                  yes
+"
+NICE=10                                 # the local spawner's students' scheduling priority
+VARS=($(awk 'NF {print $1}' <<<"$OPTION_TABLE"))
+
+declare -A GIVEN=()                     # what this run's flags set
 INSTRUCTORS=()
 STUDENTS=()
+ACTION=install
+CONFIG_DIR=""
 # nbgrader's instructor side: off for everyone, on for instructors; autograder.outputs.formgrader_csp serves
-# the Formgrader's pages with a policy that runs only the Formgrader's own scripts
+# the Formgrader's pages with a policy that runs only the Formgrader's own scripts, and
+# autograder.outputs.formgrader_guard takes out its buttons that bypass `python -m autograder`
 INSTRUCTOR_SERVER_EXTENSIONS=(nbgrader.server_extensions.formgrader nbgrader.server_extensions.course_list
-                              autograder.outputs.formgrader_csp)
+                              autograder.outputs.formgrader_csp autograder.outputs.formgrader_guard)
 INSTRUCTOR_LAB_PLUGINS=(@jupyter/nbgrader:formgrader @jupyter/nbgrader:create-assignment @jupyter/nbgrader:course-list)
 
+default_of() {   # default_of VAR: its default for this install's course id
+    local d
+    d="$(awk -v v="$1" '$1 == v {print $3}' <<<"$OPTION_TABLE")"
+    local id="${COURSE_ID:-roofline}" state=/var/lib/jupyterhub unit=jupyterhub
+    [[ "$id" != roofline ]] && { state="/var/lib/jupyterhub-$id"; unit="jupyterhub-$id"; }
+    d="${d//@ID@/$id}"; d="${d//@STATE@/$state}"; d="${d//@UNIT@/$unit}"
+    printf '%s' "$d"
+}
+
 usage() {
-    cat <<EOF
+    cat <<EOF2
 usage: sudo $0 [options]
-  --instructor USER        an instructor (repeatable): Unix user, course in ~USER/$COURSE_FOLDER
+Every option is remembered in CONFIG_DIR/setup.conf: a later run needs only what changes.
+  --instructor USER        an instructor (repeatable): Unix user, course in ~USER/COURSE_FOLDER
   --student USER           a student (repeatable): Unix user in the students' group
-  --prefix DIR             shared environment goes to DIR/env        (default $PREFIX)
-  --exchange DIR           nbgrader exchange                         (default $EXCHANGE)
-  --config-dir DIR         the hub's configuration                   (default $CONFIG_DIR)
-  --state-dir DIR          the hub's database and cookie secret      (default $STATE_DIR)
+  --config-dir DIR         the hub's configuration and this install's remembered options
+                           (default /etc/jupyterhub; /etc/jupyterhub-ID with --course-id ID)
+  --course-id ID           the course's id in nbgrader's exchange; it names the install's
+                           defaults below (groups, ledger, unit, PATH file)   (default roofline)
+  --prefix DIR             shared environment goes to DIR/env, the proxy to DIR/proxy
+                                                                     (default /opt/ID)
+  --exchange DIR           nbgrader exchange                         (default /srv/nbgrader/exchange)
+  --state-dir DIR          the hub's database and cookie secret      (default /var/lib/jupyterhub,
+                                                                      /var/lib/jupyterhub-ID)
   --python PATH            interpreter for the environment; must be readable by every user
-                           (default $PYTHON)
-  --bind-url URL           where the hub listens                     (default $BIND_URL)
-  --course-folder NAME     the instructors' course folder in their home (default $COURSE_FOLDER)
-  --students-group NAME    (default $STUDENTS_GROUP)
-  --instructors-group NAME (default $INSTRUCTORS_GROUP)
+                                                                     (default /usr/bin/python3)
+  --jupyterhub-version SPEC  JupyterHub to install: a version (5.5.*, 6.1.1) or a pip
+                           specifier (>=5)                           (default >=5)
+  --bind-url URL           where the hub listens                     (default http://:8000)
+  --hub-api-port N         the hub's own API, on 127.0.0.1           (default 8081)
+  --proxy-api-port N       the proxy's API, on 127.0.0.1             (default 8001)
+  --cull-idle SECONDS      stop a user's server idle this long (jupyterhub-idle-culler);
+                           0: never                                  (default 3600)
+  --course-folder NAME     the instructors' course folder in their home (default ID-course)
+  --students-group NAME    (default ID-students)
+  --instructors-group NAME (default ID-instructors)
   --memory-limit SIZE      memory per student: per process on the local spawner, per server
-                           with systemd (e.g. 2G; 0 = no limits at all) (default $MEMORY_LIMIT)
-  --tasks-limit N          processes + threads per student              (default $TASKS_LIMIT)
+                           with systemd (e.g. 2G; 0 = no limits at all) (default 4G)
+  --tasks-limit N          processes + threads per student              (default 512)
   --cpu-limit CORES        CPU cores per student server (systemd only; the local spawner runs
-                           students at nice $NICE instead)                  (default $CPU_LIMIT)
-  --ledger-dir DIR         the prediction ledger's files              (default $LEDGER_DIR)
+                           students at nice $NICE instead)                  (default 2)
+  --ledger-dir DIR         the prediction ledger's files              (default /var/lib/ID-ledger)
   --ledger-url URL         where the ledger service listens, http://127.0.0.1:PORT
-                                                                     (default $LEDGER_URL)
-  --ledger-user NAME       the system user the ledger service runs as (default $LEDGER_USER)
+                                                                     (default http://127.0.0.1:8790)
+  --ledger-user NAME       the system user the ledger service runs as (default ID-ledger)
   --key-group NAME         who may read the answer key: the instructors and the service
-                                                                     (default $KEY_GROUP)
+                                                                     (default ID-key)
   --no-ledger              no course service: no prediction ledger (grading then says "not
                            vouched") and the answer key in students' kernels
+  --ledger                 the course service again (the default)
   --exchange-folder        nbgrader's own folder exchange (EXCHANGE) instead of the course
                            service's (which needs the service: not with --no-ledger)
+  --service-exchange       the course service's exchange again (the default)
   --no-service             do not install the systemd unit
-EOF
+  --service                install the systemd unit where systemd runs (the default)
+  --unit NAME              the systemd unit's name                   (default jupyterhub,
+                                                                      jupyterhub-ID)
+  --show-config            print the options this install would run with, change nothing
+  --uninstall              stop the hub, remove what setup.sh installed (it says what it leaves)
+EOF2
 }
 
 die() { echo "setup.sh: $*" >&2; exit 1; }
+say() { echo "== $*"; }
+need() { [[ $# -ge 2 ]] || die "$1 needs a value"; }
 
 server_extensions_json() {   # server_extensions_json true|false: the instructor-side server extensions
     local sep=""
@@ -134,51 +185,222 @@ with open(path + ".new", "w") as f:
 os.replace(path + ".new", path)
 '
 json_merge() { "$ENV/bin/python" -c "$JSON_MERGE" "$1"; }
-say() { echo "== $*"; }
 
 while [[ $# -gt 0 ]]; do
     case "$1" in
-        --instructor) INSTRUCTORS+=("$2"); shift 2 ;;
-        --student) STUDENTS+=("$2"); shift 2 ;;
-        --prefix) PREFIX="$2"; shift 2 ;;
-        --exchange) EXCHANGE="$2"; shift 2 ;;
-        --config-dir) CONFIG_DIR="$2"; shift 2 ;;
-        --state-dir) STATE_DIR="$2"; shift 2 ;;
-        --python) PYTHON="$2"; shift 2 ;;
-        --bind-url) BIND_URL="$2"; shift 2 ;;
-        --course-folder) COURSE_FOLDER="$2"; shift 2 ;;
-        --students-group) STUDENTS_GROUP="$2"; shift 2 ;;
-        --instructors-group) INSTRUCTORS_GROUP="$2"; shift 2 ;;
-        --memory-limit) MEMORY_LIMIT="$2"; shift 2 ;;
-        --tasks-limit) TASKS_LIMIT="$2"; shift 2 ;;
-        --cpu-limit) CPU_LIMIT="$2"; shift 2 ;;
-        --ledger-dir) LEDGER_DIR="$2"; shift 2 ;;
-        --ledger-url) LEDGER_URL="$2"; shift 2 ;;
-        --ledger-user) LEDGER_USER="$2"; shift 2 ;;
-        --key-group) KEY_GROUP="$2"; shift 2 ;;
-        --no-ledger) LEDGER=no; SERVICE_EXCHANGE=no; shift ;;
-        --exchange-folder) SERVICE_EXCHANGE=no; shift ;;
-        --no-service) SERVICE=no; shift ;;
+        --instructor) need "$@"; INSTRUCTORS+=("$2"); shift 2 ;;
+        --student) need "$@"; STUDENTS+=("$2"); shift 2 ;;
+        --config-dir) need "$@"; CONFIG_DIR="$2"; shift 2 ;;
+        --course-id) need "$@"; GIVEN[COURSE_ID]="$2"; shift 2 ;;
+        --prefix) need "$@"; GIVEN[PREFIX]="$2"; shift 2 ;;
+        --exchange) need "$@"; GIVEN[EXCHANGE]="$2"; shift 2 ;;
+        --state-dir) need "$@"; GIVEN[STATE_DIR]="$2"; shift 2 ;;
+        --python) need "$@"; GIVEN[PYTHON]="$2"; shift 2 ;;
+        --jupyterhub-version) need "$@"; GIVEN[JUPYTERHUB_VERSION]="$2"; shift 2 ;;
+        --bind-url) need "$@"; GIVEN[BIND_URL]="$2"; shift 2 ;;
+        --hub-api-port) need "$@"; GIVEN[HUB_API_PORT]="$2"; shift 2 ;;
+        --proxy-api-port) need "$@"; GIVEN[PROXY_API_PORT]="$2"; shift 2 ;;
+        --cull-idle) need "$@"; GIVEN[CULL_IDLE]="$2"; shift 2 ;;
+        --course-folder) need "$@"; GIVEN[COURSE_FOLDER]="$2"; shift 2 ;;
+        --students-group) need "$@"; GIVEN[STUDENTS_GROUP]="$2"; shift 2 ;;
+        --instructors-group) need "$@"; GIVEN[INSTRUCTORS_GROUP]="$2"; shift 2 ;;
+        --memory-limit) need "$@"; GIVEN[MEMORY_LIMIT]="$2"; shift 2 ;;
+        --tasks-limit) need "$@"; GIVEN[TASKS_LIMIT]="$2"; shift 2 ;;
+        --cpu-limit) need "$@"; GIVEN[CPU_LIMIT]="$2"; shift 2 ;;
+        --ledger-dir) need "$@"; GIVEN[LEDGER_DIR]="$2"; shift 2 ;;
+        --ledger-url) need "$@"; GIVEN[LEDGER_URL]="$2"; shift 2 ;;
+        --ledger-user) need "$@"; GIVEN[LEDGER_USER]="$2"; shift 2 ;;
+        --key-group) need "$@"; GIVEN[KEY_GROUP]="$2"; shift 2 ;;
+        --no-ledger) GIVEN[LEDGER]=no; GIVEN[SERVICE_EXCHANGE]=no; shift ;;
+        --ledger) GIVEN[LEDGER]=yes; shift ;;
+        --exchange-folder) GIVEN[SERVICE_EXCHANGE]=no; shift ;;
+        --service-exchange) GIVEN[SERVICE_EXCHANGE]=yes; shift ;;
+        --no-service) GIVEN[SERVICE]=no; shift ;;
+        --service) GIVEN[SERVICE]=auto; shift ;;
+        --unit) need "$@"; GIVEN[UNIT]="$2"; shift 2 ;;
+        --show-config) ACTION=show; shift ;;
+        --uninstall) ACTION=uninstall; shift ;;
         -h|--help) usage; exit 0 ;;
         *) usage >&2; die "unknown option $1" ;;
     esac
 done
 
-[[ $(id -u) -eq 0 ]] || die "run me as root (sudo): I create users, groups and system directories"
+course_id_ok() { [[ "$1" =~ ^[a-z][a-z0-9_-]{0,30}$ ]] || die "--course-id $1: expected a short lower-case name (letters, digits, _ -)"; }
+[[ -n "${GIVEN[COURSE_ID]+x}" ]] && course_id_ok "${GIVEN[COURSE_ID]}"
+# Which install: its configuration folder, given or named by the course id given
+if [[ -z "$CONFIG_DIR" ]]; then
+    CONFIG_DIR=/etc/jupyterhub
+    [[ -n "${GIVEN[COURSE_ID]:-}" && "${GIVEN[COURSE_ID]}" != roofline ]] && CONFIG_DIR="/etc/jupyterhub-${GIVEN[COURSE_ID]}"
+fi
+[[ "$CONFIG_DIR" =~ ^/[A-Za-z0-9._/+-]*$ ]] || die "$CONFIG_DIR: expected an absolute path of letters, digits and . _ / + -"
+SETUP_CONF="$CONFIG_DIR/setup.conf"
+
+# What this install remembers: lines VAR=VALUE, read as text (never run), each value checked
+# below as its flag's is (every value is one plain word: a path, a name, a number, a URL)
+declare -A REMEMBERED=()
+if [[ -f "$SETUP_CONF" ]]; then
+    while IFS= read -r line; do
+        [[ -z "$line" || "$line" == \#* ]] && continue
+        name="${line%%=*}"
+        [[ " ${VARS[*]} " == *" $name "* ]] || die "$SETUP_CONF: unknown setting $name"
+        REMEMBERED[$name]="${line#*=}"
+    done < "$SETUP_CONF"
+fi
+# the course id first: the other defaults are named after it
+COURSE_ID="${GIVEN[COURSE_ID]:-${REMEMBERED[COURSE_ID]:-roofline}}"
+course_id_ok "$COURSE_ID"
+CHANGED=()
+for v in "${VARS[@]}"; do
+    if [[ -n "${GIVEN[$v]+x}" ]]; then
+        printf -v "$v" '%s' "${GIVEN[$v]}"
+        if [[ -n "${REMEMBERED[$v]+x}" && "${REMEMBERED[$v]}" != "${GIVEN[$v]}" ]]; then
+            CHANGED+=("$v: ${REMEMBERED[$v]} -> ${GIVEN[$v]}")
+        fi
+    elif [[ -n "${REMEMBERED[$v]+x}" ]]; then
+        printf -v "$v" '%s' "${REMEMBERED[$v]}"
+    else
+        printf -v "$v" '%s' "$(default_of "$v")"
+    fi
+done
+
 # The paths end up in Python and JSON files: keep them plain.
-for p in "$PREFIX" "$EXCHANGE" "$CONFIG_DIR" "$STATE_DIR" "$PYTHON" "$LEDGER_DIR"; do
+for p in "$PREFIX" "$EXCHANGE" "$STATE_DIR" "$PYTHON" "$LEDGER_DIR"; do
     [[ "$p" =~ ^/[A-Za-z0-9._/+-]*$ ]] || die "$p: expected an absolute path of letters, digits and . _ / + -"
 done
 [[ "$COURSE_FOLDER" =~ ^[A-Za-z0-9._+-]+$ ]] || die "--course-folder $COURSE_FOLDER: expected a plain folder name"
 for u in "${INSTRUCTORS[@]}" "${STUDENTS[@]}" "$STUDENTS_GROUP" "$INSTRUCTORS_GROUP" "$LEDGER_USER" "$KEY_GROUP"; do
     [[ "$u" =~ ^[a-z_][a-z0-9_-]{0,31}$ ]] || die "$u: expected a Unix user/group name (lower case, digits, _ -)"
 done
+[[ "$UNIT" =~ ^[a-z][a-z0-9_-]{0,60}$ ]] || die "--unit $UNIT: expected a systemd unit name (lower case, digits, _ -)"
 [[ "$MEMORY_LIMIT" =~ ^[0-9]+[KMGT]?$ ]] || die "--memory-limit $MEMORY_LIMIT: expected a size such as 2G or 512M"
 [[ "$TASKS_LIMIT" =~ ^[1-9][0-9]*$ ]] || die "--tasks-limit $TASKS_LIMIT: expected a whole number of processes"
-[[ "$LEDGER_URL" =~ ^http://127\.0\.0\.1:[0-9]{1,5}$ ]] || die "--ledger-url $LEDGER_URL: expected http://127.0.0.1:PORT (the ledger listens on the loopback interface only)"
 [[ "$CPU_LIMIT" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--cpu-limit $CPU_LIMIT: expected a number of cores such as 1.5"
+[[ "$CULL_IDLE" =~ ^[0-9]+$ ]] || die "--cull-idle $CULL_IDLE: expected a number of seconds (0: never)"
+[[ "$CULL_IDLE" == 0 || "$CULL_IDLE" -ge 10 ]] || die "--cull-idle $CULL_IDLE: at least 10 seconds (0: never)"
+for port in "$HUB_API_PORT" "$PROXY_API_PORT"; do
+    [[ "$port" =~ ^[1-9][0-9]{0,4}$ && "$port" -le 65535 ]] || die "$port: expected a TCP port number (1-65535)"
+done
+[[ "$HUB_API_PORT" != "$PROXY_API_PORT" ]] || die "--hub-api-port and --proxy-api-port are both $HUB_API_PORT"
+[[ "$LEDGER_URL" =~ ^http://127\.0\.0\.1:[0-9]{1,5}$ ]] || die "--ledger-url $LEDGER_URL: expected http://127.0.0.1:PORT (the ledger listens on the loopback interface only)"
+[[ "$BIND_URL" =~ ^https?://[A-Za-z0-9.:-]*(\[[0-9a-fA-F:]+\])?[A-Za-z0-9.:-]*(/[A-Za-z0-9._/-]*)?$ ]] || die "--bind-url $BIND_URL: expected a URL such as http://:8000 or http://127.0.0.1:8000"
+# a version (5.5.*, 6.1.1) is pinned with ==; a pip specifier (>=5, <6, ~=5.5) is taken as it is
+if [[ "$JUPYTERHUB_VERSION" =~ ^[0-9]+(\.[0-9]+)*(\.\*)?$ ]]; then
+    JUPYTERHUB_REQUIREMENT="jupyterhub==$JUPYTERHUB_VERSION"
+elif [[ "$JUPYTERHUB_VERSION" =~ ^(==|>=|<=|~=|!=|<|>)[0-9]+(\.[0-9]+)*(\.\*)?(,(==|>=|<=|~=|!=|<|>)[0-9]+(\.[0-9]+)*(\.\*)?)*$ ]]; then
+    JUPYTERHUB_REQUIREMENT="jupyterhub$JUPYTERHUB_VERSION"
+else
+    die "--jupyterhub-version $JUPYTERHUB_VERSION: expected a version (5.5.*, 6.1.1) or a pip specifier (>=5,<7)"
+fi
+[[ "$LEDGER" =~ ^(yes|no)$ && "$SERVICE_EXCHANGE" =~ ^(yes|no)$ && "$SERVICE" =~ ^(auto|no)$ ]] \
+    || die "$SETUP_CONF: LEDGER and SERVICE_EXCHANGE are yes or no, SERVICE auto or no"
+[[ "$LEDGER" == yes || "$SERVICE_EXCHANGE" == no ]] || die "the course service's exchange needs the course service: --exchange-folder with --no-ledger"
+
 ENV="$PREFIX/env"
 STUDENT_SITE="$PREFIX/student-site"     # students' course_lib: no solvers (autograder.authoring.student_build)
+PROXY_DIR="$PREFIX/proxy"               # configurable-http-proxy, from npm
+# JupyterLab's terminals are login shells: this install's environment on its users' PATH there
+PROFILE_D="/etc/profile.d/roofline-hub-$COURSE_ID.sh"
+MARK="managed by deploy/jupyterhub/setup.sh for the hub configured in $CONFIG_DIR"
+
+write_setup_conf() {
+    local v tmp="$SETUP_CONF.new"
+    {
+        echo "# $MARK: the options of its last run (setup.sh --help). Edit with setup.sh, not by hand."
+        for v in "${VARS[@]}"; do printf '%s=%s\n' "$v" "${!v}"; done
+    } > "$tmp"
+    chmod 0644 "$tmp"
+    mv "$tmp" "$SETUP_CONF"
+}
+
+show_config() {
+    local v
+    echo "# $SETUP_CONF$([[ -f "$SETUP_CONF" ]] || echo " (not written yet)")"
+    for v in "${VARS[@]}"; do printf '%s=%s\n' "$v" "${!v}"; done
+}
+
+if [[ "$ACTION" == show ]]; then
+    show_config
+    for c in "${CHANGED[@]}"; do echo "# would change $c"; done
+    exit 0
+fi
+[[ $(id -u) -eq 0 ]] || die "run me as root (sudo): I create users, groups and system directories"
+
+# ---- what this install owns outside its own folders: one PATH file, one systemd unit -----------------
+owner_of() {   # owner_of FILE: the configuration folder whose install wrote FILE ("" if none)
+    # (a unit an earlier setup.sh wrote has no such line: its ExecStart names the folder)
+    [[ -f "$1" ]] || return 0
+    sed -n -e 's/.*managed by deploy\/jupyterhub\/setup.sh for the hub configured in \([^ :]*\).*/\1/p' \
+        -e 's/^ExecStart=.*jupyterhub -f \(.*\)\/jupyterhub_config\.py$/\1/p' "$1" 2>/dev/null | head -n 1
+}
+claim() {   # claim FILE: die if FILE belongs to another install that still exists
+    local other
+    other="$(owner_of "$1")"
+    if [[ -e "$1" && "$other" != "$CONFIG_DIR" ]]; then
+        if [[ -n "$other" && -f "$other/setup.conf" ]]; then
+            die "$1 belongs to the install configured in $other: give this one its own (--course-id, --unit)"
+        elif [[ -z "$other" ]]; then
+            die "$1 exists and was not written by setup.sh: move it away, or choose another name (--course-id, --unit)"
+        fi
+        say "taking over $1 from an install that is gone ($other)"
+    fi
+}
+UNIT_FILE="/etc/systemd/system/$UNIT.service"
+# the installs that use PREFIX (two may share one environment): uninstall removes it with the last
+USED_BY="$PREFIX/used-by"
+
+uninstall() {
+    [[ -f "$SETUP_CONF" ]] || die "no install recorded in $SETUP_CONF: name it with --config-dir DIR or --course-id ID"
+    if [[ "$(owner_of "$UNIT_FILE")" == "$CONFIG_DIR" ]]; then
+        systemctl disable --now "$UNIT.service" || true
+        rm -f "$UNIT_FILE"
+        systemctl daemon-reload || true
+        say "removed the systemd unit $UNIT"
+    elif [[ -d /run/systemd/system ]] || pgrep -f "jupyterhub -f $CONFIG_DIR/jupyterhub_config.py" >/dev/null; then
+        say "NOTE: stop the hub started with -f $CONFIG_DIR/jupyterhub_config.py yourself (it is not a unit of mine)"
+    fi
+    if [[ "$(owner_of "$PROFILE_D")" == "$CONFIG_DIR" ]]; then
+        rm -f "$PROFILE_D"
+        say "removed $PROFILE_D"
+    fi
+    if [[ -f "$USED_BY" ]]; then
+        grep -vxF "$CONFIG_DIR" "$USED_BY" > "$USED_BY.new" || true
+        mv "$USED_BY.new" "$USED_BY"
+    fi
+    if [[ -f "$USED_BY" && ! -s "$USED_BY" ]]; then
+        rm -rf "$PREFIX"
+        say "removed $PREFIX (environment, proxy, students' copy of course_lib)"
+    elif [[ -d "$PREFIX" ]]; then
+        say "kept $PREFIX: the installs in $USED_BY use it too"
+    fi
+    rm -f "$STATE_DIR/jupyterhub.sqlite" "$STATE_DIR/jupyterhub_cookie_secret" "$STATE_DIR/jupyterhub-proxy.pid"
+    rmdir "$STATE_DIR" 2>/dev/null || true
+    say "removed the hub's database and cookie secret from $STATE_DIR"
+    local keep=()
+    [[ -f "$CONFIG_DIR/jupyterhub_config.local.py" ]] && keep+=("$CONFIG_DIR/jupyterhub_config.local.py (yours)")
+    rm -f "$CONFIG_DIR/jupyterhub_config.py" "$CONFIG_DIR/roofline_site.json" "$CONFIG_DIR/roofline_variant_secret" "$SETUP_CONF"
+    rmdir "$CONFIG_DIR" 2>/dev/null || true
+    say "removed the hub's configuration in $CONFIG_DIR"
+    say "left in place (remove them yourself once no longer needed): the users and their homes (the" \
+        "instructors' course folders, grades), the groups $STUDENTS_GROUP $INSTRUCTORS_GROUP $KEY_GROUP," \
+        "the course service's user $LEDGER_USER and its records and submissions in $LEDGER_DIR," \
+        "the exchange $EXCHANGE${keep:+, ${keep[*]}}"
+}
+if [[ "$ACTION" == uninstall ]]; then
+    uninstall
+    exit 0
+fi
+
+for c in "${CHANGED[@]}"; do say "changed $c (remembered in $SETUP_CONF)"; done
+claim "$PROFILE_D"
+[[ "$SERVICE" == auto && -d /run/systemd/system ]] && claim "$UNIT_FILE"
+mkdir -p "$CONFIG_DIR" "$PREFIX"
+write_setup_conf
+# the installs using PREFIX: this one, and the others whose configuration still exists
+{ cat "$USED_BY" 2>/dev/null || true; echo "$CONFIG_DIR"; } | sort -u | while IFS= read -r d; do
+    if [[ "$d" == "$CONFIG_DIR" || -f "$d/setup.conf" ]]; then echo "$d"; fi
+done > "$USED_BY.new"
+mv "$USED_BY.new" "$USED_BY"
+
 # where systemd runs, each student's server is a systemd unit with cgroup limits (systemdspawner)
 SPAWNER=local
 [[ -d /run/systemd/system && "$MEMORY_LIMIT" != 0 ]] && SPAWNER=systemd
@@ -198,11 +420,14 @@ fi
 bwrap --ro-bind / / --unshare-all true || die "bubblewrap is installed but cannot start a sandbox here"
 
 # ---- 2. configurable-http-proxy -------------------------------------------------------------------
-if ! command -v configurable-http-proxy >/dev/null; then
-    say "installing configurable-http-proxy (npm, global)"
-    npm install --global --no-fund --no-audit configurable-http-proxy@5
+# inside PREFIX (npm --prefix), nothing installed for the whole machine
+CHP="$PROXY_DIR/node_modules/.bin/configurable-http-proxy"
+if [[ ! -x "$CHP" ]]; then
+    say "installing configurable-http-proxy into $PROXY_DIR (npm; log: $PREFIX/npm.log)"
+    mkdir -p "$PROXY_DIR"
+    npm install --prefix "$PROXY_DIR" --no-fund --no-audit --no-update-notifier configurable-http-proxy@5 \
+        > "$PREFIX/npm.log" 2>&1 || { tail -n 30 "$PREFIX/npm.log" >&2; die "npm failed (see $PREFIX/npm.log)"; }
 fi
-CHP="$(command -v configurable-http-proxy)"
 
 # ---- 3. the shared environment ----------------------------------------------------------------------
 # Students' servers run this Python: it must not live under a private directory (e.g. /root/.pyenv).
@@ -215,7 +440,7 @@ if [[ ! -x "$ENV/bin/python" ]]; then
 fi
 # Rebuild only when what goes into it changed: the package sources (the course's JupyterLab
 # extension in course_lib/labextension/ among them) and this list.
-REQUIREMENTS=("jupyterhub>=5" "$SRC[course]")
+REQUIREMENTS=("$JUPYTERHUB_REQUIREMENT" "jupyterhub-idle-culler>=1.2" "$SRC[course]")
 [[ "$SPAWNER" == systemd ]] && REQUIREMENTS+=("jupyterhub-systemdspawner>=1")
 stamp="$(cd "$SRC" && { printf '%s\n' "${REQUIREMENTS[@]}";
                           find pyproject.toml course_lib autograder course_hub -type f \
@@ -300,20 +525,9 @@ chown root:root "$EXCHANGE"
 chmod 1777 "$EXCHANGE"
 
 # ---- 6. users, groups, homes --------------------------------------------------------------------
-# Homes created from now on are private (Debian's default is 0755).
-# (Only the setting's own line, commented out or not, is touched: `#HOME_MODE 0700`, not the prose.)
-if grep -qE '^#?HOME_MODE[[:space:]]+[0-7]+' /etc/login.defs 2>/dev/null; then
-    sed -i -E 's/^#?HOME_MODE[[:space:]]+[0-7]+.*/HOME_MODE\t0700/' /etc/login.defs
-elif [[ -f /etc/login.defs ]]; then
-    printf 'HOME_MODE\t0700\n' >> /etc/login.defs
-fi
-if [[ -f /etc/adduser.conf ]]; then
-    if grep -qE '^#?DIR_MODE=[0-7]+' /etc/adduser.conf; then
-        sed -i -E 's/^#?DIR_MODE=[0-7]+.*/DIR_MODE=0700/' /etc/adduser.conf
-    else
-        echo "DIR_MODE=0700" >> /etc/adduser.conf
-    fi
-fi
+# The homes setup.sh creates are private (0700, useradd's HOME_MODE for this call only: the
+# machine's /etc/login.defs and /etc/adduser.conf are not changed; homes made otherwise keep the
+# machine's default).
 for g in "$STUDENTS_GROUP" "$INSTRUCTORS_GROUP"; do
     getent group "$g" >/dev/null || groupadd "$g"
 done
@@ -321,7 +535,7 @@ done
 add_user() {   # add_user NAME GROUP: the user (created if missing), in GROUP, home 0700
     local name="$1" group="$2" home
     if ! id -u "$name" >/dev/null 2>&1; then
-        useradd --create-home --user-group --shell /bin/bash "$name"
+        useradd --create-home --key HOME_MODE=0700 --user-group --shell /bin/bash "$name"
         say "created user $name"
     fi
     id -nG "$name" | tr ' ' '\n' | grep -qx "$group" || usermod -a -G "$group" "$name"
@@ -365,6 +579,13 @@ for i in "${INSTRUCTORS[@]}"; do
         chown -R "$i:" "$course"
     fi
     [[ -f "$course/nbgrader_config.py" ]] || die "$course has no nbgrader_config.py: is it the course?"
+    # the course's id in the exchange: the course's nbgrader_config.py and `python -m autograder`
+    # read it from here (without the file: roofline)
+    idfile="$course/.autograder/course-id"
+    if [[ "$(cat "$idfile" 2>/dev/null)" != "$COURSE_ID" ]]; then
+        as_user "$i" "$home" mkdir -p -m 0700 "$course/.autograder"
+        printf '%s\n' "$COURSE_ID" | as_user "$i" "$home" tee "$idfile" >/dev/null
+    fi
     # ~/.jupyter/nbgrader_config.py: the Formgrader and nbgrader's commands find the course
     cfg="$home/.jupyter/nbgrader_config.py"
     if [[ ! -e "$cfg" ]] || grep -q "managed by deploy/jupyterhub/setup.sh" "$cfg"; then
@@ -430,6 +651,8 @@ site = {
     "bind_url": "$BIND_URL", "course_id": "$COURSE_ID", "course_folder": "$COURSE_FOLDER",
     "students_group": "$STUDENTS_GROUP", "instructors_group": "$INSTRUCTORS_GROUP",
     "spawner": "$SPAWNER",
+    "hub_api_url": "http://127.0.0.1:$HUB_API_PORT", "proxy_api_url": "http://127.0.0.1:$PROXY_API_PORT",
+    "cull_idle": $CULL_IDLE,
     "ledger": {"dir": "$LEDGER_DIR", "url": "$LEDGER_URL", "user": "$LEDGER_USER"} if "$LEDGER" == "yes" else {},
     "student_site": "$STUDENT_SITE" if "$LEDGER" == "yes" else "",
     "limits": {} if "$MEMORY_LIMIT" == "0" else
@@ -443,31 +666,52 @@ chmod 0644 "$CONFIG_DIR/roofline_site.json"
 
 # ---- 8. the shared environment on PATH in login shells --------------------------------------------
 # JupyterLab's terminals are login shells, and Debian's /etc/profile sets PATH anew: without this,
-# a terminal has no `python` (or the system's, without the course) and no `nbgrader`.
-profile="# managed by deploy/jupyterhub/setup.sh: the course's shared environment first on PATH
-case \":\$PATH:\" in
-    *\":$ENV/bin:\"*) ;;
-    *) PATH=\"$ENV/bin:\$PATH\"; export PATH ;;
-esac"
+# a terminal has no `python` (or the system's, without the course) and no `nbgrader`. One file per
+# install (PROFILE_D, named by the course id), acting only for the members of this install's
+# groups: another install's users keep their own environment.
+groups_case="*\" $STUDENTS_GROUP \"*|*\" $INSTRUCTORS_GROUP \"*"
+[[ "$LEDGER" == yes ]] && groups_case+="|*\" $KEY_GROUP \"*"
+profile="# $MARK:
+# its environment first on PATH in the login shells (JupyterLab's terminals) of its users only
+_roofline_groups=\" \$(id -nG 2>/dev/null) \"
+case \"\$_roofline_groups\" in
+    $groups_case)
+        case \"\$PATH\" in
+            \"$ENV/bin\"|\"$ENV/bin:\"*) ;;
+            *) PATH=\"$ENV/bin:\$PATH\"; export PATH ;;
+        esac"
 if [[ "$LEDGER" == yes ]]; then
     # as in a student's server: everyone but the key's group imports the copy without the answer key
     profile+="
-if ! id -nG 2>/dev/null | tr ' ' '\\n' | grep -qx '$KEY_GROUP'; then
-    PYTHONPATH=\"$STUDENT_SITE\"; export PYTHONPATH
-fi"
+        case \"\$_roofline_groups\" in
+            *\" $KEY_GROUP \"*) unset PYTHONPATH ;;
+            *) PYTHONPATH=\"$STUDENT_SITE\"; export PYTHONPATH ;;
+        esac"
 fi
+profile+="
+        ;;
+esac
+unset _roofline_groups"
 if [[ "$(cat "$PROFILE_D" 2>/dev/null)" != "$profile" ]]; then
-    printf '%s\n' "$profile" > "$PROFILE_D"
-    chmod 0644 "$PROFILE_D"
+    printf '%s\n' "$profile" > "$PROFILE_D.new"
+    chmod 0644 "$PROFILE_D.new"
+    mv "$PROFILE_D.new" "$PROFILE_D"
+    say "this install's environment on its users' PATH in login shells: $PROFILE_D"
+fi
+# an earlier setup.sh wrote one machine-wide file for every user: gone, when it was this install's
+old_profile=/etc/profile.d/roofline-course.sh
+if grep -q "managed by deploy/jupyterhub/setup.sh" "$old_profile" 2>/dev/null && grep -qF "$ENV/bin" "$old_profile"; then
+    rm -f "$old_profile"
+    say "removed $old_profile (machine-wide, written by an earlier setup.sh; now $PROFILE_D)"
 fi
 
 start="$ENV/bin/jupyterhub -f $CONFIG_DIR/jupyterhub_config.py"
 if [[ "$SERVICE" == auto && -d /run/systemd/system ]]; then
     sed -e "s|@ENV@|$ENV|g" -e "s|@CONFIG_DIR@|$CONFIG_DIR|g" -e "s|@STATE_DIR@|$STATE_DIR|g" \
-        "$KIT/jupyterhub.service" > /etc/systemd/system/jupyterhub.service
+        -e "s|@COURSE_ID@|$COURSE_ID|g" "$KIT/jupyterhub.service" > "$UNIT_FILE"
     systemctl daemon-reload
-    systemctl enable --now jupyterhub.service
-    say "hub running as the systemd service jupyterhub (after changes: systemctl restart jupyterhub)"
+    systemctl enable --now "$UNIT.service"
+    say "hub running as the systemd service $UNIT (after changes: systemctl restart $UNIT)"
 else
     say "start the hub with: cd $STATE_DIR && $start"
 fi
@@ -475,4 +719,4 @@ if [[ "$BIND_URL" == http://* && ! "$BIND_URL" =~ ^http://(127\.0\.0\.1|localhos
     say "NOTE: the hub serves plain HTTP on $BIND_URL: put HTTPS in front before a real term" \
         "(--bind-url http://127.0.0.1:8000 behind Caddy or nginx; see deploy/jupyterhub/README.md)"
 fi
-say "done: environment $ENV, exchange $EXCHANGE, hub config $CONFIG_DIR"
+say "done: environment $ENV, exchange $EXCHANGE, hub config $CONFIG_DIR (options remembered in $SETUP_CONF)"

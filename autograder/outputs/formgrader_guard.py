@@ -1,0 +1,135 @@
+"""A Jupyter server extension: the Formgrader without its side doors.
+
+nbgrader's Formgrader offers buttons that run nbgrader's own commands on the course: create an
+assignment or change its due date, Generate (the student version), Release / Unrelease (to the
+exchange), Collect and Autograde. Each bypasses what `python -m autograder` does at that step
+(release: the course's generated cells, its checks, the exchange the course service keeps;
+collect: the intake's checks of hostile submissions; grade: the sandbox). Here those API calls
+answer 403 with the command to use instead, their buttons are not shown, and the assignment list
+holds only what students can see (released) or what was handed in: no draft lessons.
+Manual grading, Generate Feedback and Release Feedback (which the course's nbgrader_config.py
+routes through the autograder's scrubbing) stay.
+
+Enabled in the instructor's server by `ServerApp.jpserver_extensions` (the hub kit's setup.sh).
+"""
+from __future__ import annotations
+
+import json
+import re
+
+from tornado import web
+from tornado.web import OutputTransform
+
+#: (the API path under formgrader/api/, the HTTP method) -> the command to use instead
+REFUSED = {
+    ("assignment/([^/]+)", "PUT"): "create assignments as folders in solutions/ and release them with "
+                                   "`python -m autograder release NAME --exchange`",
+    ("assignment/([^/]+)/assign", "POST"): "`python -m autograder release NAME` generates the student version",
+    ("assignment/([^/]+)/release", "POST"): "`python -m autograder release NAME --exchange`",
+    ("assignment/([^/]+)/unrelease", "POST"): "release a corrected version with "
+                                              "`python -m autograder release NAME --exchange`",
+    ("assignment/([^/]+)/collect", "POST"): "`python -m autograder collect NAME --exchange`",
+    ("submission/([^/]+)/([^/]+)/autograde", "POST"): "`python -m autograder grade NAME` (sandboxed)",
+}
+
+#: what the pages hide: the cells of those buttons, the "Add new assignment..." link
+HIDDEN_CSS = ("td.edit a, td.assign a, td.release a, td.collect a, td.autograde a "
+              "{display: none !important;}")
+NOTE = ('<p class="alert alert-info" id="autograder-note">This course creates, releases, collects '
+        'and autogrades with <code>python -m autograder</code> in a terminal (its checks, its '
+        'sandbox): those buttons are not here. Manual grading and feedback are.</p>')
+_ADD_LINK = re.compile(rb'<span class="glyphicon glyphicon-plus"[^>]*></span>\s*'
+                       rb'<a href="#" onClick="createAssignmentModal\(\);">Add new assignment\.\.\.</a>', re.I)
+_PAGES = re.compile(r"/formgrader/(manage_assignments|manage_submissions/[^/]+)/?$")
+
+
+def refusal(path: str, method: str) -> str | None:
+    """Why a Formgrader API call (`path` under formgrader/api/) is refused; None: allowed."""
+    for (pattern, m), instead in REFUSED.items():
+        if m == method and re.fullmatch(pattern, path):
+            return f"not from the Formgrader in this course: {instead}"
+    return None
+
+
+def visible(assignments: list[dict]) -> list[dict]:
+    """The assignments the Formgrader lists: released ones and those with submissions."""
+    return [a for a in assignments if a.get("status") == "released" or a.get("num_submissions")]
+
+
+def page(path: str, body: bytes) -> bytes:
+    """A Formgrader page with the refused buttons hidden (the list pages only; others as they are)."""
+    if not _PAGES.search(path):
+        return body
+    body = _ADD_LINK.sub(b"", body)
+    body = body.replace(b"</head>", b"<style>" + HIDDEN_CSS.encode() + b"</style></head>", 1)
+    return body.replace(b'<div class="panel-group" id="accordion"', NOTE.encode() + b'<div class="panel-group" id="accordion"', 1)
+
+
+class HideSideDoors(OutputTransform):
+    """Rewrites the Formgrader's list pages as they are sent (their first chunk is the whole page)."""
+
+    def __init__(self, request):
+        super().__init__(request)
+        self.path = request.path or ""
+
+    def transform_first_chunk(self, status_code, headers, chunk, finishing):
+        if finishing and status_code == 200 and headers.get("Content-Type", "").startswith("text/html"):
+            new = page(self.path, chunk)
+            if new is not chunk and "Content-Length" in headers:
+                headers["Content-Length"] = str(len(new))
+            chunk = new
+        return status_code, headers, chunk
+
+
+def _handlers():
+    from nbgrader.server_extensions.formgrader import apihandlers
+    from nbgrader.server_extensions.formgrader.base import check_xsrf
+
+    class Refused(apihandlers.BaseApiHandler):
+        """Answers the refused calls: 403 and the command to use instead."""
+
+        def _refuse(self, *args):
+            why = refusal(self.request.path.split("/formgrader/api/", 1)[-1], self.request.method)
+            self.set_status(403)
+            self.set_header("Content-Type", "application/json")
+            self.finish(json.dumps({"success": False, "error": why or "refused", "log": ""}))
+
+        @web.authenticated
+        @check_xsrf
+        def post(self, *args):
+            self._refuse(*args)
+
+    class Assignment(apihandlers.AssignmentHandler):
+        @web.authenticated
+        @check_xsrf
+        def put(self, assignment_id):
+            Refused._refuse(self)
+
+    class Assignments(apihandlers.AssignmentCollectionHandler):
+        @web.authenticated
+        @check_xsrf
+        def get(self):
+            self.write(json.dumps(visible(self.api.get_assignments())))
+
+    out = [("/formgrader/api/assignments", Assignments), ("/formgrader/api/assignment/([^/]+)", Assignment)]
+    out += [("/formgrader/api/" + p, Refused) for p, m in REFUSED if m == "POST"]
+    return out
+
+
+def _jupyter_server_extension_points():
+    return [{"module": "autograder.outputs.formgrader_guard"}]
+
+
+def _load_jupyter_server_extension(serverapp) -> None:
+    from jupyter_server.utils import url_path_join
+
+    webapp = serverapp.web_app
+    base = webapp.settings["base_url"]
+    webapp.add_handlers(".*$", [(url_path_join(base, p.lstrip("/")), h) for p, h in _handlers()])
+    # tornado tries host rules in order and inserts each new one before its last; nbgrader's
+    # Formgrader adds its rules too, before or after this depending on the load order: ours first
+    rules = webapp.default_router.rules
+    rules.insert(0, rules.pop(-2))
+    webapp.transforms.append(HideSideDoors)
+    serverapp.log.info("autograder.outputs.formgrader_guard: the Formgrader's create/release/collect/autograde "
+                       "go through python -m autograder")

@@ -1,0 +1,65 @@
+"""The Formgrader without its side doors (autograder.outputs.formgrader_guard, issue 34): what it
+refuses, lists and hides, checked against the installed nbgrader's own routes and template (a
+new nbgrader that renames them fails here). tests/test_hub_installs.py checks the same over HTTP
+on the hub kit, in an instructor's server."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from autograder.outputs import formgrader_guard as guard
+
+
+def nbgrader_routes() -> dict:
+    from nbgrader.server_extensions.formgrader import apihandlers
+
+    return {pattern: handler for pattern, handler in apihandlers.default_handlers}
+
+
+def test_every_refused_call_is_one_of_nbgraders_routes_with_that_method():
+    routes = nbgrader_routes()
+    for path, method in guard.REFUSED:
+        handler = routes.get("/formgrader/api/" + path)
+        assert handler is not None, path
+        assert method.lower() in vars(handler), (path, method, handler)
+
+
+def test_release_generate_collect_autograde_and_creation_are_refused_with_the_command_to_use():
+    assert "autograder release" in guard.refusal("assignment/02_memory_wall/release", "POST")
+    assert "autograder release" in guard.refusal("assignment/02_memory_wall/assign", "POST")
+    assert "autograder release" in guard.refusal("assignment/02_memory_wall/unrelease", "POST")
+    assert "autograder collect" in guard.refusal("assignment/02_memory_wall/collect", "POST")
+    assert "autograder grade" in guard.refusal("submission/02_memory_wall/bob/autograde", "POST")
+    assert "solutions/" in guard.refusal("assignment/new_one", "PUT")
+    # what stays: reading, manual grading, feedback
+    for path, method in (("assignment/02_memory_wall", "GET"), ("assignments", "GET"),
+                         ("assignment/02_memory_wall/generate_feedback", "POST"),
+                         ("assignment/02_memory_wall/release_feedback", "POST"),
+                         ("assignment/02_memory_wall/bob/release_feedback", "POST"),
+                         ("grade/7", "PUT"), ("submitted_notebook/7/flag", "POST")):
+        assert guard.refusal(path, method) is None, (path, method)
+
+
+def test_the_list_holds_released_assignments_and_those_handed_in_not_drafts():
+    listed = [{"name": "01", "status": "released", "num_submissions": 0},
+              {"name": "02", "status": "draft", "num_submissions": 0},
+              {"name": "03", "status": "draft", "num_submissions": 4}]
+    assert [a["name"] for a in guard.visible(listed)] == ["01", "03"]
+
+
+def test_the_manage_assignments_page_loses_its_add_link_and_hides_the_buttons():
+    from nbgrader.server_extensions.formgrader import handlers
+
+    template = (Path(handlers.template_path) / "manage_assignments.tpl").read_bytes()
+    assert guard._ADD_LINK.search(template), "nbgrader's template has no such link any more"
+    page = b'<html><head><title>x</title></head><body>' + template + b'</body></html>'
+    out = guard.page("/user/alice/formgrader/manage_assignments", page)
+    assert b"createAssignmentModal" not in out
+    assert b"td.release a" in out and b'id="autograder-note"' in out
+    # each button's cell is one nbgrader's script fills in
+    script = (Path(handlers.static_path) / "js" / "manage_assignments.js").read_text()
+    for cls in re.findall(r"td\.(\w[\w-]*) a", guard.HIDDEN_CSS):
+        if cls != "autograde":
+            assert f'addClass("text-center {cls}")' in script, cls
+    # other pages pass unchanged
+    assert guard.page("/user/alice/formgrader/gradebook", page) is page
