@@ -431,7 +431,7 @@ fi
 
 # ---- 3. the shared environment ----------------------------------------------------------------------
 # Students' servers run this Python: it must not live under a private directory (e.g. /root/.pyenv).
-"$PYTHON" -c 'import sys; assert sys.version_info >= (3, 10)' || die "$PYTHON: Python 3.10 or newer needed"
+"$PYTHON" -c 'import sys; assert sys.version_info >= (3, 11)' || die "$PYTHON: Python 3.11 or newer needed (nbgrader 0.9.6 requires it)"
 if [[ ! -x "$ENV/bin/python" ]]; then
     say "creating the shared environment $ENV"
     mkdir -p "$PREFIX"
