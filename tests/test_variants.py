@@ -416,7 +416,8 @@ def test_the_hub_gives_each_student_their_own_key_never_the_secret(tmp_path):
     shutil.copy2(REPO / "deploy" / "jupyterhub" / "jupyterhub_config.py", etc / "jupyterhub_config.py")
     site = {k: str(tmp_path) for k in ("env", "proxy", "state_dir")}
     site.update(bind_url="http://127.0.0.1:8000", course_id="roofline", course_folder="course",
-                instructors_group="instructors", students_group="students")
+                instructors_group="instructors", students_group="students",
+                hub_api_url="http://127.0.0.1:8081", proxy_api_url="http://127.0.0.1:8001", cull_idle=0)
     (etc / "roofline_site.json").write_text(json.dumps(site))
 
     def load():
