@@ -234,3 +234,22 @@ def lateness(course: Course, assignment: str, student: str, timestamp: dt.dateti
         return Lateness(0.0, deadline, ext)
     when = _aware(parse_utc(timestamp) if isinstance(timestamp, str) else timestamp)
     return Lateness(max(0.0, (when - deadline).total_seconds()), deadline, ext)
+
+
+def reassess(course: Course, assignment: str, student: str) -> None:
+    """nbgrader's late penalty of each of the student's notebooks again, on the course gradebook:
+    on the score with the manual grades in it (a worker's private gradebook has none), against
+    the due date and the student's extension as they are now."""
+    from nbformat.v4 import new_notebook
+    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.preprocessors import AssignLatePenalties
+
+    with Gradebook(course.db_url) as gb:
+        try:
+            names = [nb.name for nb in gb.find_submission(assignment, student).notebooks]
+        except MissingEntry:
+            return
+    pp = AssignLatePenalties(config=course.user_config())
+    for nb in names:
+        pp.preprocess(new_notebook(), {"nbgrader": {"notebook": nb, "assignment": assignment, "student": student,
+                                                    "db_url": course.db_url}})

@@ -135,7 +135,7 @@ def changes(before: dict, after: dict) -> list[dict]:
 
 def settle(course: Course, assignment: str, student: str, before: dict, unchanged: set[str], why: str) -> list[dict]:
     """After a submission's merge: manual grades' status kept, the student's extension put on
-    the submission, and the changes logged (a first grading logs nothing). Returns the changes."""
+    the submission, the late penalty taken from the whole score, and the changes logged (a first grading logs nothing). Returns the changes."""
     from autograder.grading import deadlines
 
     if before:
@@ -143,6 +143,8 @@ def settle(course: Course, assignment: str, student: str, before: dict, unchange
     ext = deadlines.extensions(course, assignment).get(student)
     if ext is not None:
         deadlines.apply_extension(course, assignment, student, ext)
+    if deadlines.due_date(course, assignment) is not None:
+        deadlines.reassess(course, assignment, student)      # the penalty on the score with its manual grades
     if not before:
         return []
     diff = changes(before, snapshot(course.db_url, assignment, student))
