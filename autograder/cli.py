@@ -1,5 +1,5 @@
 """python -m autograder release | collect | grade | manual | feedback | release-feedback | export |
-report | publish | variants | lint | extend | late-policy
+report | publish | variants | lint | extend | late-policy | students
 
 The course directory (nbgrader_config.py, solutions/, notebooks/, and the grading data: submitted/,
 autograded/, feedback/, gradebook.db, reports/) is --course-dir, or $AUTOGRADER_ROOT, or the
@@ -235,6 +235,14 @@ def cmd_grade(args) -> int:
         print(f"  regrade changed {len(changes)} entr{'y' if len(changes) == 1 else 'ies'} of {student} "
               f"(logged in {log_path(course)}): " + ", ".join(c["cell"] for c in changes[:6])
               + (" ..." if len(changes) > 6 else ""))
+    from autograder.authoring.variants import questions as variant_questions
+
+    if s.graded and variant_questions(course, args.assignment):   # every student on their own numbers
+        from autograder.integrity.copies import format_copies
+        from autograder.integrity.copy_flags import check as check_copies
+
+        for line in format_copies(check_copies(course, args.assignment)):
+            print(line + "  (flagged in the Formgrader)")
     scored = score_lines(course, args.assignment, sorted(set(s.graded) | set(s.skipped)))
     if scored:
         print("scores (the gradebook's, late penalties taken):")
@@ -286,7 +294,21 @@ def cmd_export(args) -> int:
 
     course = _course(args)
     out = Path(args.out) if args.out else course.root / "grades.csv"
-    print(f"grades written to {export(course, out, with_max=args.with_max)}")
+    print(f"grades written to {export(course, out, with_max=not args.no_max)}")
+    from autograder.intake.roster import names_missing
+
+    if names_missing(course):
+        print("  the name and e-mail columns are empty: the gradebook has no names (a hub with PAM accounts "
+              "knows only user names); add them with python -m autograder students import roster.csv")
+    return 0
+
+
+def cmd_students(args) -> int:
+    from autograder.intake.roster import import_roster
+
+    course = _course(args)
+    n = import_roster(course, Path(args.roster))
+    print(f"{n} student(s) recorded in {course.db} (names and e-mails for the export and the report)")
     return 0
 
 
@@ -489,8 +511,17 @@ def _add_manual(sub, common) -> None:
 def _add_export(sub, common) -> None:
     e = sub.add_parser("export", parents=[common], help="grades CSV: a row per student, a column per notebook")
     e.add_argument("--out", help="default: <root>/grades.csv")
-    e.add_argument("--with-max", action="store_true", help="add a last row with the maximum scores")
+    e.add_argument("--with-max", action="store_true", help="(the default) a last row with the maximum scores")
+    e.add_argument("--no-max", action="store_true", help="leave out the last row with the maximum scores")
     e.set_defaults(func=cmd_export)
+
+
+def _add_students(sub, common) -> None:
+    st = sub.add_parser("students", parents=[common], help="the students' names and e-mails into the gradebook")
+    st.add_argument("action", choices=["import"])
+    st.add_argument("roster", metavar="ROSTER.csv",
+                    help="a CSV with a header: id (or student_id, username), first_name, last_name, email")
+    st.set_defaults(func=cmd_students)
 
 
 def _add_lint(sub, common) -> None:
@@ -520,7 +551,8 @@ def _add_variants(sub, common) -> None:
 
 #: the subcommands, in the order --help lists them
 SUBCOMMANDS = (_add_release, _add_collect, _add_grade, _add_feedback, _add_release_feedback, _add_publish,
-               _add_manual, _add_export, _add_lint, _add_report, _add_variants, _add_extend, _add_late_policy)
+               _add_manual, _add_export, _add_lint, _add_report, _add_variants, _add_extend, _add_late_policy,
+               _add_students)
 
 
 def parser() -> argparse.ArgumentParser:
