@@ -128,3 +128,56 @@ def test_a_question_regrade_changes_only_that_question(term):
     run_cli("grade", A, "--student", "ontime", "--question", "t3units_q1", *args, *FAST, *NO_SANDBOX_FLAG)
     assert len(regrade.read_log(course, A)) == n        # nothing changed: nothing logged
     assert _gradebook(course)["ontime"]["score"] == 5
+
+
+@pytest.fixture(scope="module")
+def reported(term):
+    course, args, _, _ = term
+    out = run_cli("report", A, *args)
+    return course, course.reports / A, out
+
+
+def test_the_report_has_a_row_per_student_and_per_question(reported):
+    course, d, out = reported
+    students = {r["student"]: r for r in csv.DictReader((d / "students.csv").open())}
+    assert set(students) == set(HANDED_IN)
+    assert students["late"]["late"] == "late by 1 d 1 h"
+    assert float(students["late"]["late_penalty"]) == pytest.approx(0.6)
+    assert float(students["late"]["score"]) == pytest.approx(6 - 0.6)
+    assert students["excused"]["late"].startswith("on time (extended to 2027-02-03 12:00 UTC")
+    assert students["ontime"]["status"] == "needs manual grade" and students["late"]["status"] == "graded"
+    assert {s: r["ledger"] for s, r in students.items()} == dict.fromkeys(HANDED_IN, "not vouched")
+    questions = {r["question"]: r for r in csv.DictReader((d / "questions.csv").open())}
+    assert set(questions) == {"t3units_q1", "t3units_q2"}
+    assert (questions["t3units_q1"]["mean"], questions["t3units_q1"]["share_full"]) == ("3.0", "1.0")
+    # q2: 2 autograded points for each, the reflection graded for two of three (1 point each)
+    assert float(questions["t3units_q2"]["mean"]) == pytest.approx((3 + 3 + 2) / 3, abs=1e-3)
+    # ontime's never graded, excused's graded but handed in anew since (left for review)
+    assert questions["t3units_q2"]["awaiting_manual"] == "2"
+    page = (d / "report.html").read_text()
+    for section in ("Students", "Questions", "Misconceptions", "Possible copies", "Regrades",
+                    "Predictions changed after their reveal"):
+        assert f">{section}</h2>" in page
+    assert "Due 2027-02-01 23:59 UTC; late policy: 5% of the score per day late" in page
+    assert "policy softened" in page and "units/(late penalty)" in page        # the regrade log
+    assert "No prediction was changed after its reveal." in page               # none changed: no rows
+    course_page = (course.reports / "index.html").read_text()
+    assert 'href="t3/report.html"' in course_page and "late by 1 d 1 h, -0.6" in course_page
+    assert "report.html" in out.stdout and "index.html" in out.stdout
+
+
+def test_names_come_from_a_roster_and_the_export_says_when_there_are_none(term, tmp_path):
+    course, args, _, _ = term
+    out = tmp_path / "grades.csv"
+    p = run_cli("export", "--out", out, *args)
+    assert "the name and e-mail columns are empty" in p.stdout
+    rows = list(csv.DictReader(out.open()))
+    assert rows[-1]["student_id"] == "(max)" and rows[-1][f"{A}/units"] == "6"
+    roster = tmp_path / "roster.csv"
+    roster.write_text("username,first_name,last_name,email\nlate,Lata,<b>Tardy</b>,lata@example.org\n")
+    run_cli("students", "import", roster, *args)
+    p = run_cli("export", "--out", out, *args)
+    assert "columns are empty" not in p.stdout
+    late = {r["student_id"]: r for r in csv.DictReader(out.open())}["late"]
+    assert (late["first_name"], late["last_name"], late["email"]) == ("Lata", "b Tardy /b", "lata@example.org")
+    assert late[f"{A}/late"] == "late by 1 d 1 h" and late[f"{A}/copies"] == ""
