@@ -181,3 +181,11 @@ def test_names_come_from_a_roster_and_the_export_says_when_there_are_none(term, 
     late = {r["student_id"]: r for r in csv.DictReader(out.open())}["late"]
     assert (late["first_name"], late["last_name"], late["email"]) == ("Lata", "b Tardy /b", "lata@example.org")
     assert late[f"{A}/late"] == "late by 1 d 1 h" and late[f"{A}/copies"] == ""
+
+
+def test_the_feedback_shows_the_late_penalty(term):
+    course, args, _, _ = term
+    run_cli("feedback", A, *args)
+    pages = {s: (course.feedback / s / A / "units.html").read_text() for s in HANDED_IN}
+    assert "Late submission penalty (Score: -0.6)" in pages["late"]
+    assert "Late submission penalty" not in pages["excused"] and "Late submission penalty" not in pages["ontime"]

@@ -23,8 +23,13 @@ way (read by no test of the question as the student's) are not answers and are n
   hub's ledger": autograder.integrity.ledger)
 * copies.csv / variants.csv -- possible copies across students' variants, with the evidence, and
   the numbers each student was graded on (autograder.integrity.copies)
+* students.csv -- per student: the score less the late penalty, lateness against their own
+  deadline, status, flags, ledger, possible copies with the evidence (autograder.outputs.report_tables)
+* questions.csv -- per question: mean, spread, range, share with every point, written answers
+  awaiting a grade, the labelled misconceptions matched
 * report.html -- all of it on one accessible page (autograder.outputs.report_html): tables with headers,
-  the charts with text alternatives written from the same rows
+  the charts with text alternatives written from the same rows, the regrade log
+  (autograder.grading.regrade); and reports/index.html, the course across assignments
 
 For every graded question the answer counted (and judged) is the one the student committed
 before the truth was revealed (autograder.integrity.predictions), not one written afterwards.
