@@ -299,16 +299,23 @@ def cmd_export(args) -> int:
 
     if names_missing(course):
         print("  the name and e-mail columns are empty: the gradebook has no names (a hub with PAM accounts "
-              "knows only user names); add them with python -m autograder students import roster.csv")
+              "knows only user names); add them with python -m autograder students import roster.csv, or "
+              "--from-accounts (the accounts' full names)")
     return 0
 
 
 def cmd_students(args) -> int:
-    from autograder.intake.roster import import_roster
+    from autograder.intake.roster import import_accounts, import_roster
 
     course = _course(args)
-    n = import_roster(course, Path(args.roster))
-    print(f"{n} student(s) recorded in {course.db} (names and e-mails for the export and the report)")
+    if (args.roster is None) == (not args.from_accounts):
+        raise SystemExit("students import: give a ROSTER.csv or --from-accounts")
+    if args.from_accounts:
+        n = import_accounts(course)
+        print(f"{n} student(s) named from their accounts' full names in {course.db}")
+    else:
+        n = import_roster(course, Path(args.roster))
+        print(f"{n} student(s) recorded in {course.db} (names and e-mails for the export and the report)")
     return 0
 
 
@@ -519,8 +526,10 @@ def _add_export(sub, common) -> None:
 def _add_students(sub, common) -> None:
     st = sub.add_parser("students", parents=[common], help="the students' names and e-mails into the gradebook")
     st.add_argument("action", choices=["import"])
-    st.add_argument("roster", metavar="ROSTER.csv",
+    st.add_argument("roster", metavar="ROSTER.csv", nargs="?",
                     help="a CSV with a header: id (or student_id, username), first_name, last_name, email")
+    st.add_argument("--from-accounts", action="store_true",
+                    help="name each gradebook student who has an account here from its full name (GECOS)")
     st.set_defaults(func=cmd_students)
 
 

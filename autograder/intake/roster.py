@@ -1,5 +1,7 @@
 """`students import ROSTER.csv`: the students' names and e-mails into the gradebook, where the
-export's name columns read them (a hub with PAM accounts knows only user names).
+export's name columns read them (a hub with PAM accounts knows only user names);
+`students import --from-accounts`: the full name of each gradebook student who is an account on
+this machine (its GECOS field, as `adduser` asks for it), where the gradebook has none.
 
 The CSV has a header with `id` (or `student_id`, `username`) and any of `first_name`,
 `last_name`, `email`, `lms_user_id`; other columns are ignored. Names are shown on the
@@ -60,3 +62,29 @@ def names_missing(course: Course) -> bool:
     with Gradebook(course.db_url) as gb:
         people = list(gb.students)
         return bool(people) and not any(st.first_name or st.last_name or st.email for st in people)
+
+
+def import_accounts(course: Course) -> int:
+    """First and last names from the accounts' GECOS full names, for the gradebook's students
+    without a name; returns how many were filled in."""
+    import pwd
+
+    from nbgrader.api import Gradebook
+
+    from autograder.intake.collect import display_name
+
+    n = 0
+    with Gradebook(course.db_url) as gb:
+        for st in list(gb.students):
+            if st.first_name or st.last_name:
+                continue
+            try:
+                full = display_name(pwd.getpwnam(st.id).pw_gecos.split(",")[0])
+            except KeyError:
+                continue
+            if not full:
+                continue
+            first, _, last = full.rpartition(" ") if " " in full else ("", "", full)
+            gb.update_or_create_student(st.id, first_name=first or None, last_name=last)
+            n += 1
+    return n
