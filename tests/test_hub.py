@@ -1445,8 +1445,10 @@ def deadline_term(hub, capsys):
                                                  "els => els.map(e => [...e.cells].map(c => c.textContent))")
             by_id = {r[0]: r for r in students}
             assert set(by_id) == {users["ontime"], users["late"], users["excused"]}, students
-            assert by_id[users["late"]][4].startswith("late by "), by_id[users["late"]]
-            assert by_id[users["excused"]][4].startswith("on time (extended"), by_id[users["excused"]]
+            late_col = page.eval_on_selector_all("#students + table thead th",
+                                                 "els => els.map(e => e.textContent)").index("late")
+            assert by_id[users["late"]][late_col].startswith("late by "), by_id[users["late"]]
+            assert by_id[users["excused"]][late_col].startswith("on time (extended"), by_id[users["excused"]]
             assert page.locator("#questions + table tbody tr").count() >= len(reflections()), "no question rows"
             regrades = page.inner_text("#regrades + table")
             assert "late policy halved" in regrades and users["late"] in regrades, regrades

@@ -161,6 +161,7 @@ def test_the_report_has_a_row_per_student_and_per_question(reported):
     assert "Due 2027-02-01 23:59 UTC; late policy: 5% of the score per day late" in page
     assert "policy softened" in page and "units/(late penalty)" in page        # the regrade log
     assert "No prediction was changed after its reveal." in page               # none changed: no rows
+    assert "No names: the gradebook has none" in page and ">name</th>" not in page   # said, not left empty
     course_page = (course.reports / "index.html").read_text()
     assert 'href="t3/report.html"' in course_page and "late by 1 d 1 h, -0.6" in course_page
     assert "report.html" in out.stdout and "index.html" in out.stdout

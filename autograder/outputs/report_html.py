@@ -92,14 +92,21 @@ def _fmt(x, digits: str = "g") -> str:
 
 
 def _students_table(students) -> str:
-    rows = [[r.student, r.name, _fmt(r.score), _fmt(r.max_score) if r.score is not None else "", r.late,
-             _fmt(r.penalty) if r.penalty else "", r.status, "; ".join(r.flags), r.ledger,
+    named = any(r.name for r in students)
+    rows = [[r.student, *([r.name] if named else []), _fmt(r.score), _fmt(r.max_score) if r.score is not None else "",
+             r.late, _fmt(r.penalty) if r.penalty else "", r.status, "; ".join(r.flags), r.ledger,
              "; ".join(f"{c['question']} {c['variable']} = {c['answer']}: {c['evidence']}" for c in r.copies)]
             for r in students]
-    return _table("Per student: the score (late penalty taken), lateness against the student's own deadline, "
-                  "flags, the hub's ledger and possible copies",
-                  ["student", "name", "score", "out of", "late", "late penalty", "status", "flags", "ledger",
-                   "possible copies (evidence)"], rows, nums=(2, 3, 5), row_header=True)
+    table = _table("Per student: the score (late penalty taken), lateness against the student's own deadline, "
+                   "flags, the hub's ledger and possible copies",
+                   ["student", *(["name"] if named else []), "score", "out of", "late", "late penalty", "status",
+                    "flags", "ledger", "possible copies (evidence)"], rows,
+                   nums=(2, 3, 5) if named else (1, 2, 4), row_header=True)
+    note = "" if named or not students else (
+        "<p>No names: the gradebook has none (a hub with PAM accounts knows only user names; "
+        "<code>python -m autograder students import roster.csv</code> or <code>--from-accounts</code> adds them)."
+        "</p>")
+    return table + note
 
 
 def _questions_table(questions) -> str:
