@@ -21,8 +21,10 @@ A submission that cannot be graded is a failure, never a zero: nothing is merged
 printed and kept (autograded/.autograder/<assignment>/<student>.json) for `export` and `report`.
 
 Merging follows nbgrader's own rules, so the gradebook ends up as serial `nbgrader autograde`
-leaves it: auto scores and comments replaced, manual scores kept (a cell that has one is flagged
-for review again), late penalties computed from the due date and any extension.
+leaves it: auto scores and comments replaced, manual scores kept, late penalties computed from
+the due date and any extension. Unlike nbgrader, a regrade keeps a manual grade's status where the
+student's answer is unchanged (a changed one is left for review), takes the late penalty from the
+score with its manual grades, and logs what it changed (autograder.grading.regrade).
 
 Re-running is idempotent: a submission whose files, the assignment's sources, the grader's
 version, course_lib and the sandbox state have not changed since it was last graded is skipped
