@@ -1397,12 +1397,13 @@ def deadline_term(hub, capsys):
     instructor(hub, "release", ASSIGNMENT, "--exchange")
     instructor(hub, "late-policy", "--percent-per-day", "10", "--cap", "50")
     student_round_trip(hub, "ontime", right_answers())
-    due = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    # whole seconds, after the on-time submission's timestamp (rounding down could put it before)
+    due = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) + dt.timedelta(seconds=2)
     out = instructor(hub, "release", ASSIGNMENT, "--due", due.isoformat())
     assert f"{ASSIGNMENT} is due {due.isoformat()}" in out, out
     until = (due + dt.timedelta(days=2)).isoformat()
     instructor(hub, "extend", ASSIGNMENT, users["excused"], "--until", until, "--reason", "medical certificate")
-    time.sleep(1.5)                         # the service's clock: strictly after the due date
+    time.sleep(max(0.0, (due - dt.datetime.now(dt.timezone.utc)).total_seconds()) + 1)   # past the due date
     student_round_trip(hub, "late", right_answers())
     student_round_trip(hub, "excused", right_answers())
 
@@ -1412,7 +1413,7 @@ def deadline_term(hub, capsys):
     graded = instructor(hub, "grade", ASSIGNMENT, "-q")
     assert "sandboxed" in graded and "failed 0" in graded, graded
     got = _late_penalties(hub)
-    assert got[users["ontime"]][0] == 0 and got[users["excused"]][0] == 0, got
+    assert got[users["ontime"]][0] == 0 and got[users["excused"]][0] == 0, (got, due, collected)
     assert got[users["late"]][0] == pytest.approx(0.1 * got[users["late"]][1]) and got[users["late"]][0] > 0, got
     assert f"  {users['late']}: " in graded and "late penalty" in graded, graded     # grade prints the scores
 
