@@ -61,11 +61,14 @@ def test_the_policy_reaches_nbgraders_late_penalty_config(tmp_path):
 
 
 def test_release_due_sets_the_gradebook_and_an_extension_is_recorded(tmp_path):
+    import nbformat
     from nbgrader.api import Gradebook
 
-    from tiny_course import make_course
+    from tiny_course import tiny_notebook
 
-    course = make_course(tmp_path)
+    (tmp_path / "source" / "t1").mkdir(parents=True)      # one assignment: `release` generates only it
+    nbformat.write(tiny_notebook("t1one"), str(tmp_path / "source" / "t1" / "one.ipynb"))
+    course = Course(root=tmp_path / "course", source=tmp_path / "source", release=tmp_path / "release")
     args = ["--root", course.root, "--source", course.source, "--release-dir", course.release]
     p = run_cli("release", "t1", "--due", "2027-02-01T23:59", *args, check=False)
     assert p.returncode != 0 and "time zone" in p.stderr
