@@ -223,9 +223,10 @@ def _to_grade(course: Course, assignment: str, students: list[str] | None, sandb
         raise ValueError(f"no_record is one of {predictions.NO_RECORD_POLICIES}, not {no_record!r}")
     entries = hub_ledger.load(ledger, wanted) if ledger else None
     ledger_entries = {s: None if entries is None else entries.get(s, []) for s in wanted}
+    late_fps = regrade.deadline_fingerprints(course, assignment, wanted)   # due date, extension, late policy
     for s in wanted:
         fps[s] = (_fingerprint(course, assignment, s, sandbox, pkg_dirs, no_record) + variants.fingerprint(keys[s])
-                  + hub_ledger.fingerprint(ledger_entries[s]) + regrade.deadline_fingerprint(course, assignment, s))
+                  + hub_ledger.fingerprint(ledger_entries[s]) + late_fps[s])
         if not force and _up_to_date(course, assignment, s, fps[s]):
             skipped.append(s)
         else:

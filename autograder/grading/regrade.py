@@ -173,15 +173,18 @@ def read_log(course: Course, assignment: str | None = None) -> list[dict]:
     return out
 
 
-def deadline_fingerprint(course: Course, assignment: str, student: str) -> str:
-    """What the late penalty depends on besides the submission: the due date, the student's
-    extension and the course's late policy ("" when none is set, so earlier fingerprints hold)."""
+def deadline_fingerprints(course: Course, assignment: str, students: list[str]) -> dict[str, str]:
+    """{student: what the late penalty depends on besides the submission}: the due date, the
+    student's extension and the course's late policy ("" when none is set, so earlier
+    fingerprints hold). The gradebook is read once, not per student."""
     from autograder.grading import deadlines, late
 
     due = deadlines.due_date(course, assignment)
-    ext = deadlines.extensions(course, assignment).get(student)
+    exts = deadlines.extensions(course, assignment)
     policy = late.read(course.root)
-    if due is None and ext is None and policy is None:
-        return ""
-    return hashlib.sha256(json.dumps([str(due), ext.until if ext else None, policy.text if policy else None])
-                          .encode()).hexdigest()[:16]
+    out = {}
+    for s in students:
+        ext = exts.get(s)
+        out[s] = "" if due is None and ext is None and policy is None else hashlib.sha256(json.dumps(
+            [str(due), ext.until if ext else None, policy.text if policy else None]).encode()).hexdigest()[:16]
+    return out
