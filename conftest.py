@@ -46,6 +46,7 @@ SLOW_FILES = {
     "test_prediction_rules.py": "runs kernels and grades the prediction rules end to end",
     "test_prediction_limits.py": "grades a class with tens of MB of hostile prediction records end to end",
     "test_variants_class.py": "grades a class with per-student variants end to end",
+    "test_term_grading.py": "grades the tiny course's term (due date, extension, regrade) end to end",
     "test_add_question.py": "adds a question to a copy of the course, releases it and grades it with nbgrader",
     "test_answer_key.py": "writes two students' copies of course_lib (solving every variant) and runs kernels on them",
 }

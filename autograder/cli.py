@@ -1,5 +1,5 @@
 """python -m autograder release | collect | grade | manual | feedback | release-feedback | export |
-report | publish | variants | lint
+report | publish | variants | lint | extend | late-policy | students
 
 The course directory (nbgrader_config.py, solutions/, notebooks/, and the grading data: submitted/,
 autograded/, feedback/, gradebook.db, reports/) is --course-dir, or $AUTOGRADER_ROOT, or the
@@ -58,6 +58,7 @@ def cmd_release(args) -> int:
 
     course = _course(args)
     names = _assignment_names(course, args.assignment, args.all)
+    due = _due(args) if args.due else None
     for p in generate(dest=course.release, only=names, source=course.source):
         print(f"released {p}")
     if args.exchange is not None or os.environ.get("AUTOGRADER_EXCHANGE"):
@@ -66,6 +67,63 @@ def cmd_release(args) -> int:
         for p in release_to_exchange(names, exchange, release=course.release, source=course.source,
                                      course_id=course.course_id):
             print(f"in the exchange: {p}")
+    if due is not None:
+        from autograder.grading.deadlines import set_due
+
+        for n in names:
+            set_due(course, n, due)
+            print(f"{n} is due {due.isoformat()} (in the gradebook: the Formgrader shows it)")
+    return 0
+
+
+def _due(args):
+    """--due (and --tz) as an aware datetime, or a clear error."""
+    from autograder.grading.deadlines import DeadlineError, parse_when
+
+    try:
+        return parse_when(args.due, args.tz)
+    except DeadlineError as e:
+        raise SystemExit(f"--due: {e}") from None
+
+
+def cmd_extend(args) -> int:
+    from autograder.grading.deadlines import DeadlineError, due_date, extensions, grant, parse_when
+
+    course = _course(args)
+    _assignment_names(course, [args.assignment], False)
+    if not args.student:
+        due = due_date(course, args.assignment)
+        print(f"{args.assignment} is due {due.isoformat() if due else '(no due date)'}")
+        for s, e in sorted(extensions(course, args.assignment).items()):
+            print(f"  {s}: until {e.until} ({e.reason}; by {e.by} at {e.at})")
+        return 0
+    if (args.until is None) == (not args.withdraw):
+        raise SystemExit("give --until WHEN (with its time zone) or --withdraw")
+    try:
+        until = None if args.withdraw else parse_when(args.until, args.tz)
+        e = grant(course, args.assignment, args.student, until, args.reason or "")
+    except DeadlineError as err:
+        raise SystemExit(f"extend: {err}") from None
+    print(f"{args.student}: {args.assignment} " + (f"extended until {e.until}" if e.until else "extension withdrawn")
+          + f" ({e.reason}); grade again to apply it: python -m autograder grade {args.assignment} "
+            f"--student {args.student}")
+    return 0
+
+
+def cmd_late_policy(args) -> int:
+    from autograder.grading import late
+
+    course = _course(args)
+    if args.none:
+        late.write(course.root, None)
+    elif args.percent_per_day is not None:
+        try:
+            late.write(course.root, late.LatePolicy(args.percent_per_day, args.cap, args.grace_minutes))
+        except ValueError as e:
+            raise SystemExit(f"late-policy: {e}") from None
+    policy = late.read(course.root)
+    print("late policy: " + (policy.text if policy else "none (late submissions cost nothing)")
+          + f" ({late.path(course.root)}); it applies when a submission is graded")
     return 0
 
 
@@ -142,7 +200,7 @@ def cmd_grade(args) -> int:
     try:
         s = grade(course, args.assignment, students=args.student or None, jobs=args.jobs, limits=_limits(args),
                   force=args.force, sandbox=False if args.no_sandbox else None, progress=not args.quiet,
-                  no_record=args.no_record, ledger=args.ledger)
+                  no_record=args.no_record, ledger=args.ledger, question=args.question, why=args.reason)
     except GradingRefused as e:
         print(e.message, file=sys.stderr)
         return 2
@@ -172,6 +230,25 @@ def cmd_grade(args) -> int:
                   " -- check this submission for tampering")
     for student, why in sorted(s.failed.items()):
         print(f"  FAILED: {student}: {why}  (log: {course.state / args.assignment / 'logs' / (student + '.log')})")
+    from autograder.grading.regrade import log_path
+    from autograder.grading.scoreboard import lines as score_lines
+
+    for student, changes in sorted(s.changes.items()):
+        print(f"  regrade changed {len(changes)} entr{'y' if len(changes) == 1 else 'ies'} of {student} "
+              f"(logged in {log_path(course)}): " + ", ".join(c["cell"] for c in changes[:6])
+              + (" ..." if len(changes) > 6 else ""))
+    from autograder.authoring.variants import questions as variant_questions
+
+    if s.graded and variant_questions(course, args.assignment):   # every student on their own numbers
+        from autograder.integrity.copies import format_copies
+        from autograder.integrity.copy_flags import check as check_copies
+
+        for line in format_copies(check_copies(course, args.assignment)):
+            print(line + "  (flagged in the Formgrader)")
+    scored = score_lines(course, args.assignment, sorted(set(s.graded) | set(s.skipped)))
+    if scored:
+        print("scores (the gradebook's, late penalties taken):")
+        print("\n".join(scored))
     if args.out:
         print(f"grades written to {write_grades_csv(course, Path(args.out), args.assignment)}")
     return 1 if s.failed else 0
@@ -219,7 +296,28 @@ def cmd_export(args) -> int:
 
     course = _course(args)
     out = Path(args.out) if args.out else course.root / "grades.csv"
-    print(f"grades written to {export(course, out, with_max=args.with_max)}")
+    print(f"grades written to {export(course, out, with_max=not args.no_max)}")
+    from autograder.intake.roster import names_missing
+
+    if names_missing(course):
+        print("  the name and e-mail columns are empty: the gradebook has no names (a hub with PAM accounts "
+              "knows only user names); add them with python -m autograder students import roster.csv, or "
+              "--from-accounts (the accounts' full names)")
+    return 0
+
+
+def cmd_students(args) -> int:
+    from autograder.intake.roster import import_accounts, import_roster
+
+    course = _course(args)
+    if (args.roster is None) == (not args.from_accounts):
+        raise SystemExit("students import: give a ROSTER.csv or --from-accounts")
+    if args.from_accounts:
+        n = import_accounts(course)
+        print(f"{n} student(s) named from their accounts' full names in {course.db}")
+    else:
+        n = import_roster(course, Path(args.roster))
+        print(f"{n} student(s) recorded in {course.db} (names and e-mails for the export and the report)")
     return 0
 
 
@@ -294,6 +392,9 @@ def _add_release(sub, common) -> None:
     r = sub.add_parser("release", parents=[common], help="student notebooks into notebooks/ (and the exchange)")
     r.add_argument("assignment", nargs="*")
     r.add_argument("--all", action="store_true", help="every assignment in solutions/")
+    r.add_argument("--due", metavar="WHEN", help="the due date, with its time zone: 2027-02-01T23:59+01:00, "
+                                                 "...Z, or with --tz; set in nbgrader's gradebook")
+    r.add_argument("--tz", metavar="ZONE", help="the time zone of a --due without an offset, e.g. Europe/Berlin")
     r.add_argument("--exchange", nargs="?", const=CONFIGURED, metavar="ROOT",
                    help="also release into the nbgrader exchange: ROOT, or $AUTOGRADER_EXCHANGE, or the "
                         "Exchange.root nbgrader is configured with")
@@ -334,8 +435,33 @@ def _add_grade(sub, common) -> None:
                    help="check each prediction record against the hub's ledger (its folder, e.g. "
                         "/var/lib/roofline-ledger, or the service's URL, $COURSE_SERVICE_URL in a hub terminal); "
                         "a record that disagrees is flagged; without it submissions are 'not vouched'")
+    g.add_argument("--question", metavar="ID",
+                   help="regrade only this question (e.g. wall_q2) or grade cell: the notebook runs again, only "
+                        "its cells' scores change (implies --force for the students graded)")
+    g.add_argument("--reason", help="why you regrade: kept in the regrade log (regrades.jsonl) the report shows")
     g.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     g.set_defaults(func=cmd_grade)
+
+
+def _add_extend(sub, common) -> None:
+    x = sub.add_parser("extend", parents=[common], help="a student's extension of an assignment's due date")
+    x.add_argument("assignment")
+    x.add_argument("student", nargs="?", help="(without: list the extensions)")
+    x.add_argument("--until", metavar="WHEN", help="the student's own deadline, with its time zone")
+    x.add_argument("--tz", metavar="ZONE", help="the time zone of an --until without an offset")
+    x.add_argument("--reason", help="why (required; recorded with who granted it and when)")
+    x.add_argument("--withdraw", action="store_true", help="withdraw the student's extension")
+    x.set_defaults(func=cmd_extend)
+
+
+def _add_late_policy(sub, common) -> None:
+    lp = sub.add_parser("late-policy", parents=[common],
+                        help="the course's late penalty: a percentage per day late, up to a cap")
+    lp.add_argument("--percent-per-day", type=float, help="percent of the score per day late (or part of one)")
+    lp.add_argument("--cap", type=float, default=100.0, help="the most taken, in percent (default 100)")
+    lp.add_argument("--grace-minutes", type=float, default=0.0, help="minutes after the deadline that cost nothing")
+    lp.add_argument("--none", action="store_true", help="no late penalty")
+    lp.set_defaults(func=cmd_late_policy)
 
 
 def _add_limits(g) -> None:
@@ -394,8 +520,19 @@ def _add_manual(sub, common) -> None:
 def _add_export(sub, common) -> None:
     e = sub.add_parser("export", parents=[common], help="grades CSV: a row per student, a column per notebook")
     e.add_argument("--out", help="default: <root>/grades.csv")
-    e.add_argument("--with-max", action="store_true", help="add a last row with the maximum scores")
+    e.add_argument("--with-max", action="store_true", help="(the default) a last row with the maximum scores")
+    e.add_argument("--no-max", action="store_true", help="leave out the last row with the maximum scores")
     e.set_defaults(func=cmd_export)
+
+
+def _add_students(sub, common) -> None:
+    st = sub.add_parser("students", parents=[common], help="the students' names and e-mails into the gradebook")
+    st.add_argument("action", choices=["import"])
+    st.add_argument("roster", metavar="ROSTER.csv", nargs="?",
+                    help="a CSV with a header: id (or student_id, username), first_name, last_name, email")
+    st.add_argument("--from-accounts", action="store_true",
+                    help="name each gradebook student who has an account here from its full name (GECOS)")
+    st.set_defaults(func=cmd_students)
 
 
 def _add_lint(sub, common) -> None:
@@ -425,7 +562,8 @@ def _add_variants(sub, common) -> None:
 
 #: the subcommands, in the order --help lists them
 SUBCOMMANDS = (_add_release, _add_collect, _add_grade, _add_feedback, _add_release_feedback, _add_publish,
-               _add_manual, _add_export, _add_lint, _add_report, _add_variants)
+               _add_manual, _add_export, _add_lint, _add_report, _add_variants, _add_extend, _add_late_policy,
+               _add_students)
 
 
 def parser() -> argparse.ArgumentParser:

@@ -77,15 +77,17 @@ class Course:
         return sorted(p.stem for p in (self.source / assignment).glob("*.ipynb"))
 
     def user_config(self):
-        """The course's own nbgrader_config.py (late-penalty plugins and the like), if any; the
-        paths it sets are replaced by ours."""
+        """The course's own nbgrader_config.py (late-penalty plugins and the like), if any, and its
+        late policy (autograder.grading.late); the paths it sets are replaced by ours."""
         from traitlets.config import Config
         from traitlets.config.loader import PyFileConfigLoader
 
+        from autograder.grading import late
+
         path = self.root / "nbgrader_config.py"
-        if not path.is_file():
-            return Config()
-        return PyFileConfigLoader(path.name, str(path.parent)).load_config()
+        c = PyFileConfigLoader(path.name, str(path.parent)).load_config() if path.is_file() else Config()
+        late.configure(c, self.root)     # the course's late policy (late_policy.json), if any
+        return c
 
     def config(self, release: Path | None = None):
         """nbgrader Config for this course (absolute source / release folders)."""

@@ -314,6 +314,15 @@ def test_the_report_passes_axe(graded_tiny, chromium_page):
     chromium_page.goto(page.as_uri())
     text = chromium_page.inner_text("body")
     assert "Scores per notebook" in text and "Answers per question" in text
+    # the page an instructor opens (issue 34): a row per student, a row per question
+    students = chromium_page.eval_on_selector_all(
+        "#students + table tbody th[scope=row]", "els => els.map(e => e.textContent)")
+    assert students == ["blank", "right", "wrong"], students
+    questions = chromium_page.eval_on_selector_all("#questions + table tbody tr",
+                                                   "els => els.map(e => e.cells[1].textContent)")
+    assert [q.split(":")[0] for q in questions] == ["t3units_q1", "t3units_q2"], questions
+    # the GiB slip is a labelled misconception of Q2, matched by the wrong student
+    assert "gib-vs-gb (1)" in chromium_page.inner_text("#questions + table"), text
     alts = chromium_page.eval_on_selector_all("img", "els => els.map(i => i.alt)")
     assert len(alts) == 2 and all(a.strip() for a in alts), alts
     # the charts' text is written from the report's own rows: every answer and its count
@@ -326,3 +335,19 @@ def test_the_report_passes_axe(graded_tiny, chromium_page):
     assert "3 students" in alts[0], alts[0]
     violations = axe_violations(chromium_page, ["html"])
     assert not violations, f"{page}: axe-core finds WCAG 2 A/AA violations:\n{describe(violations)}"
+
+
+@pytest.mark.browser
+def test_the_course_page_passes_axe(graded_tiny, chromium_page):
+    from axe_check import axe_violations, describe
+
+    _, page = graded_tiny
+    index = page.parent.parent / "index.html"
+    chromium_page.goto(index.as_uri())
+    rows = chromium_page.eval_on_selector_all("tbody th[scope=row]", "els => els.map(e => e.textContent)")
+    assert rows == ["blank", "right", "wrong", "mean"], rows
+    chromium_page.click("text=t3")                     # each assignment's column links to its report
+    assert chromium_page.url == page.as_uri()
+    chromium_page.goto(index.as_uri())
+    violations = axe_violations(chromium_page, ["html"])
+    assert not violations, f"{index}: axe-core finds WCAG 2 A/AA violations:\n{describe(violations)}"

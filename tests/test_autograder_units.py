@@ -304,12 +304,15 @@ def test_export_has_a_column_per_notebook_and_the_total(course, tmp_path):
     assert main(["grade", "t2", "--submissions", str(t2), *map(str, common), *FAST, *NO_SANDBOX_FLAG]) == 0
     assert main(["grade", "t1", "--submissions", str(t1), *map(str, common), *FAST, *NO_SANDBOX_FLAG]) == 0
     out = tmp_path / "grades.csv"
-    assert main(["export", "--out", str(out), *map(str, common)]) == 0
+    assert main(["export", "--out", str(out), "--no-max", *map(str, common)]) == 0
     rows = list(csv.DictReader(out.open()))
     assert [r["student_id"] for r in rows] == ["ann", "bob"]
-    assert list(rows[0])[4:] == ["t1/one", "t1/status", "t1/flag", "t1/ledger", "t1/variant", "t2/first",
-                                 "t2/second", "t2/status", "t2/flag", "t2/ledger", "t2/variant", "late_penalty",
-                                 "total"]
+    assert list(rows[0])[4:] == ["t1/one", "t1/status", "t1/flag", "t1/ledger", "t1/variant", "t1/late", "t1/copies",
+                                 "t2/first", "t2/second", "t2/status", "t2/flag", "t2/ledger", "t2/variant",
+                                 "t2/late", "t2/copies", "late_penalty", "total", "mean_percent"]
+    # no due date: nothing to say about lateness; each assignment weighs the same (t1 missing: 0%)
+    assert {r[c] for r in rows for c in ("t1/late", "t2/late", "t1/copies", "t2/copies")} == {""}
+    assert (rows[0]["mean_percent"], rows[1]["mean_percent"]) == ("50.0", "62.5")
     # the tiny course's questions do not vary: nothing to say
     assert {r[c] for r in rows for c in ("t1/variant", "t2/variant")} == {""}
     ann, bob = rows
@@ -321,7 +324,7 @@ def test_export_has_a_column_per_notebook_and_the_total(course, tmp_path):
     # the synthetic notebooks carry no prediction record: flagged as such (issue 15), and only that
     for flag in (ann["t1/flag"], ann["t2/flag"], bob["t1/flag"]):
         assert all("no prediction record" in part for part in flag.split("; ") if part), flag
-    assert main(["export", "--out", str(out), "--with-max", *map(str, common)]) == 0
+    assert main(["export", "--out", str(out), *map(str, common)]) == 0     # the max row by default
     assert list(csv.DictReader(out.open()))[-1]["total"] == "12"
 
 

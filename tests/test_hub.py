@@ -1368,3 +1368,103 @@ def test_each_student_sees_their_own_numbers(capsys):
             print("\nwhat each student saw:")
             for (user, q), text in sorted(seen.items()):
                 print(f"  {text.strip()}")
+
+
+# ---- deadlines, an extension, a regrade after manual grading, the report (issue 34) -------------
+def test_a_due_date_an_extension_a_regrade_and_the_report(capsys):
+    """Three students on the kit's hub: one hands in before the due date, two after it, one of
+    whom has an extension. The late one loses the course's late percentage, the excused one
+    nothing; the late one's written answers are graded by hand, then the late policy is halved
+    and the late one regraded: the manual grades keep their status, the change is logged; the
+    report page, opened in Chromium, has the students, the questions, the regrade, and passes
+    axe-core."""
+    with running_hub(["ontime", "late", "excused"]) as hub, hub_log_on_failure(hub):
+        deadline_term(hub, capsys)
+
+
+def _late_penalties(hub) -> dict:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{hub['course'] / 'gradebook.db'}", course_id=COURSE_ID) as gb:
+        return {s.student.id: (s.late_submission_penalty or 0.0, s.score,
+                               {g.name: (g.manual_score, g.needs_manual_grade) for g in s.grades
+                                if g.name in reflections()})
+                for s in gb.find_notebook(next((REPO / "solutions" / ASSIGNMENT).glob("*.ipynb")).stem,
+                                          ASSIGNMENT).submissions}
+
+
+def deadline_term(hub, capsys):
+    import datetime as dt
+
+    from playwright.sync_api import sync_playwright
+
+    from axe_check import axe_violations, describe
+
+    users, course = hub["users"], hub["course"]
+    instructor(hub, "release", ASSIGNMENT, "--exchange")
+    instructor(hub, "late-policy", "--percent-per-day", "10", "--cap", "50")
+    student_round_trip(hub, "ontime", right_answers())
+    # whole seconds, after the on-time submission's timestamp (rounding down could put it before)
+    due = dt.datetime.now(dt.timezone.utc).replace(microsecond=0) + dt.timedelta(seconds=2)
+    out = instructor(hub, "release", ASSIGNMENT, "--due", due.isoformat())
+    assert f"{ASSIGNMENT} is due {due.isoformat()}" in out, out
+    until = (due + dt.timedelta(days=2)).isoformat()
+    instructor(hub, "extend", ASSIGNMENT, users["excused"], "--until", until, "--reason", "medical certificate")
+    time.sleep(max(0.0, (due - dt.datetime.now(dt.timezone.utc)).total_seconds()) + 1)   # past the due date
+    student_round_trip(hub, "late", right_answers())
+    student_round_trip(hub, "excused", right_answers())
+
+    collected = instructor(hub, "collect", ASSIGNMENT, "--exchange")
+    assert f"{users['late']}: late by " in collected, collected
+    assert f"{users['excused']}: on time (extended to " in collected, collected
+    graded = instructor(hub, "grade", ASSIGNMENT, "-q")
+    assert "sandboxed" in graded and "failed 0" in graded, graded
+    got = _late_penalties(hub)
+    assert got[users["ontime"]][0] == 0 and got[users["excused"]][0] == 0, (got, due, collected)
+    assert got[users["late"]][0] == pytest.approx(0.1 * got[users["late"]][1]) and got[users["late"]][0] > 0, got
+    assert f"  {users['late']}: " in graded and "late penalty" in graded, graded     # grade prints the scores
+
+    # the late student's written answers graded by hand; then the policy halved and a regrade
+    for cell, points in reflections().items():
+        instructor(hub, "manual", ASSIGNMENT, "--student", users["late"], "--cell", cell, "--points", f"{points:g}")
+    assert all(v == (reflections()[c], False) for c, v in _late_penalties(hub)[users["late"]][2].items())
+    instructor(hub, "late-policy", "--percent-per-day", "5", "--cap", "50")
+    regraded = instructor(hub, "grade", ASSIGNMENT, "--student", users["late"], "--force", "-q",
+                          "--reason", "late policy halved")
+    assert f"regrade changed 1 entry of {users['late']}" in regraded, regraded
+    pen, score, manual = _late_penalties(hub)[users["late"]]
+    assert all(v == (reflections()[c], False) for c, v in manual.items()), manual      # kept, still graded
+    assert pen == pytest.approx(0.05 * score), (pen, score)
+    instructor(hub, "export", "--out", str(course / "grades.csv"))
+    rows = {r["student_id"]: r for r in csv.DictReader((course / "grades.csv").open())}
+    assert rows[users["late"]][f"{ASSIGNMENT}/status"] == "graded", rows[users["late"]]
+    assert rows[users["late"]][f"{ASSIGNMENT}/late"].startswith("late by "), rows[users["late"]]
+    assert rows[users["excused"]][f"{ASSIGNMENT}/late"].startswith("on time (extended"), rows[users["excused"]]
+    assert rows["(max)"]["total"], rows.keys()
+
+    instructor(hub, "report", ASSIGNMENT)
+    page_path = course / "reports" / ASSIGNMENT / "report.html"
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"] if os.geteuid() == 0 else [])
+        page = browser.new_context(bypass_csp=True).new_page()       # axe-core is injected as a script
+        try:
+            page.goto(page_path.as_uri())
+            students = page.eval_on_selector_all("#students + table tbody tr",
+                                                 "els => els.map(e => [...e.cells].map(c => c.textContent))")
+            by_id = {r[0]: r for r in students}
+            assert set(by_id) == {users["ontime"], users["late"], users["excused"]}, students
+            late_col = page.eval_on_selector_all("#students + table thead th",
+                                                 "els => els.map(e => e.textContent)").index("late")
+            assert by_id[users["late"]][late_col].startswith("late by "), by_id[users["late"]]
+            assert by_id[users["excused"]][late_col].startswith("on time (extended"), by_id[users["excused"]]
+            assert page.locator("#questions + table tbody tr").count() >= len(reflections()), "no question rows"
+            regrades = page.inner_text("#regrades + table")
+            assert "late policy halved" in regrades and users["late"] in regrades, regrades
+            assert "No prediction was changed after its reveal." in page.inner_text("body")
+            alts = page.eval_on_selector_all("img", "els => els.map(i => i.alt)")
+            assert alts and all(a.strip() for a in alts), alts
+            _shot(page, "instructor-report")
+            violations = axe_violations(page, ["html"])
+            assert not violations, f"the report fails axe-core:\n{describe(violations)}"
+        finally:
+            browser.close()

@@ -501,9 +501,9 @@ def _private_student(root: Path, job: dict) -> None:
         with Gradebook("sqlite:///" + str(root / "gradebook.db")) as gb:
             gb.update_or_create_student(student, **(job.get("student_record") or {}))
             if job.get("extension"):
-                from nbgrader.utils import parse_utc
+                import datetime as dt
 
-                gb.add_submission(a, student, extension=parse_utc(job["extension"]))
+                gb.add_submission(a, student, extension=dt.timedelta(seconds=float(job["extension"])))
 
 
 def _take_notebooks(out: Graded, books: dict) -> None:

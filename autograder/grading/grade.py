@@ -21,8 +21,10 @@ A submission that cannot be graded is a failure, never a zero: nothing is merged
 printed and kept (autograded/.autograder/<assignment>/<student>.json) for `export` and `report`.
 
 Merging follows nbgrader's own rules, so the gradebook ends up as serial `nbgrader autograde`
-leaves it: auto scores and comments replaced, manual scores kept (a cell that has one is flagged
-for review again), late penalties computed from the due date and any extension.
+leaves it: auto scores and comments replaced, manual scores kept, late penalties computed from
+the due date and any extension. Unlike nbgrader, a regrade keeps a manual grade's status where the
+student's answer is unchanged (a changed one is left for review), takes the late penalty from the
+score with its manual grades, and logs what it changed (autograder.grading.regrade).
 
 Re-running is idempotent: a submission whose files, the assignment's sources, the grader's
 version, course_lib and the sandbox state have not changed since it was last graded is skipped
@@ -55,6 +57,7 @@ from autograder.grading.status import WHOLE, grading_status, status_path, write_
 from autograder.integrity import predictions, verify
 from autograder.authoring import variants
 from autograder.integrity import ledger as hub_ledger
+from autograder.grading import deadlines, regrade
 
 log = logging.getLogger("autograder")
 
@@ -82,6 +85,9 @@ class GradeSummary:
     preflight_seconds: float = 0.0
     cell_timeouts: dict = field(default_factory=dict)
     preflight_reused: bool = False                 # the last run's preflight matched (no --force)
+    why: str = ""                                  # the regrade log's reason (autograder.grading.regrade)
+    question: str | None = None                    # merge only this question's cells
+    changes: dict = field(default_factory=dict)    # student -> [what the regrade changed]
 
 
 class Progress:
@@ -141,7 +147,7 @@ def _up_to_date(course: Course, assignment: str, student: str, fp: str) -> bool:
 def grade(course: Course, assignment: str, *, students: list[str] | None = None, jobs: int | None = None,
           limits: Limits | None = None, force: bool = False, sandbox: bool | None = None,
           packages=("course_lib",), progress: bool = True, stream=None, no_record: str = "final",
-          ledger: str | None = None) -> GradeSummary:
+          ledger: str | None = None, question: str | None = None, why: str | None = None) -> GradeSummary:
     """Autograde the submissions of `assignment` found in course.submitted.
 
     no_record: what a submission without any prediction record earns for its questions
@@ -151,7 +157,9 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
 
     sandbox: None or True -- required (GradingRefused with install instructions where bubblewrap
     does not work); False -- unsandboxed, with a loud warning (--no-sandbox).
-    limits: cell_timeout / notebook_timeout None -- derived from the solution's preflight times."""
+    limits: cell_timeout / notebook_timeout None -- derived from the solution's preflight times.
+    question: regrade (always) and merge only this question's cells (autograder.grading.regrade);
+    why: the reason the regrade log records (default: what made it regrade)."""
     stream = stream or sys.stderr
     t0 = time.monotonic()
     limits = limits or Limits(cell_timeout=None, notebook_timeout=None)
@@ -160,9 +168,13 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
     clean_stale()
 
     sandbox, reason = _sandbox_or_refuse(sandbox, stream)
+    if question is not None and question not in regrade.questions(course, assignment):
+        raise GradingRefused(f"{assignment} has no graded question or cell {question!r}")
     todo, skipped, fps, keys, ledger_entries = _to_grade(course, assignment, students, sandbox, packages, no_record,
-                                                         force, ledger)
-    summary = GradeSummary(assignment, [], skipped, {}, {}, sandbox, reason, 0.0, jobs)
+                                                         force or question is not None, ledger)
+    summary = GradeSummary(assignment, [], skipped, {}, {}, sandbox, reason, 0.0, jobs, question=question,
+                           why=why or (f"regrade of {question}" if question else "--force" if force else
+                                       "the submission, its sources or the grader changed"))
     if not todo:
         summary.seconds = time.monotonic() - t0
         return summary
@@ -211,9 +223,10 @@ def _to_grade(course: Course, assignment: str, students: list[str] | None, sandb
         raise ValueError(f"no_record is one of {predictions.NO_RECORD_POLICIES}, not {no_record!r}")
     entries = hub_ledger.load(ledger, wanted) if ledger else None
     ledger_entries = {s: None if entries is None else entries.get(s, []) for s in wanted}
+    late_fps = regrade.deadline_fingerprints(course, assignment, wanted)   # due date, extension, late policy
     for s in wanted:
         fps[s] = (_fingerprint(course, assignment, s, sandbox, pkg_dirs, no_record) + variants.fingerprint(keys[s])
-                  + hub_ledger.fingerprint(ledger_entries[s]))
+                  + hub_ledger.fingerprint(ledger_entries[s]) + late_fps[s])
         if not force and _up_to_date(course, assignment, s, fps[s]):
             skipped.append(s)
         else:
@@ -249,7 +262,7 @@ def _preflight(course: Course, assignment: str, run: Path, limits: Limits, sandb
 
 
 def _gradebook_entries(course: Course, assignment: str, todo: list) -> tuple[dict, dict]:
-    """({student: their gradebook record}, {student: their extension, ISO}) for the private
+    """({student: their gradebook record}, {student: their extension, in seconds}) for the private
     gradebooks of the workers."""
     from nbgrader.api import Gradebook, MissingEntry
 
@@ -265,9 +278,12 @@ def _gradebook_entries(course: Course, assignment: str, todo: list) -> tuple[dic
             try:
                 ext = gb.find_submission(assignment, s).extension
                 if ext is not None:
-                    extensions[s] = ext.isoformat()
+                    extensions[s] = ext.total_seconds()
             except MissingEntry:
                 pass
+    # the course's extension records (autograder.grading.deadlines) are the instructor's word
+    extensions.update({s: d.total_seconds() for s in todo
+                       if (d := deadlines.extension_delta(course, assignment, s)) is not None})
     return records, extensions
 
 
@@ -303,7 +319,12 @@ def _finish(course: Course, assignment: str, res: Graded, fp: str, sandboxed: bo
     (logs / f"{s}.log").write_text((res.log or "") + ("\n" + res.error if res.error else ""))
     dest = course.autograded / s / assignment
     if res.success and res.autograded:
-        merge_submission(course.db_url, assignment, s, res.data)
+        before = regrade.snapshot(course.db_url, assignment, s)       # a regrade keeps what was graded
+        unchanged = regrade.unchanged_cells(dest, Path(res.autograded))
+        data = regrade.only_question(res.data, summary.question) if summary.question else res.data
+        merge_submission(course.db_url, assignment, s, data)
+        if changed := regrade.settle(course, assignment, s, before, unchanged, summary.why):
+            summary.changes[s] = changed
         replace_dir(Path(res.autograded), dest)
         write_json(status_path(course, assignment, s), res.graded_status(fp, sandboxed))
         flag_submission(course.db_url, assignment, s, res.flag_reasons)

@@ -163,4 +163,9 @@ def enter(course: Course, assignment: str, entries: list[Entry]) -> list[str]:
         except BaseException:
             gb.db.rollback()
             raise
+    from autograder.grading import deadlines
+
+    if deadlines.due_date(course, assignment) is not None:     # the late penalty of the new score
+        for student in sorted({e.student for e in entries if e.points is not None}):
+            deadlines.reassess(course, assignment, student)
     return changes

@@ -552,7 +552,27 @@ def collect(course: Course, assignment: str, source: Path | None = None, *, exch
                                      "(<, >, &, \", `) and control characters are left out of names")
             names[student] = (shown, lms_id)
     _record_names(course, names)
+    _lateness_notes(course, assignment, report)
     return report
+
+
+def _lateness_notes(course: Course, assignment: str, report: CollectReport) -> None:
+    """A note for each submission collected after the student's own deadline (the due date, or
+    their extension: autograder.grading.deadlines), and for each one an extension made on time."""
+    from autograder.grading import deadlines
+
+    due = deadlines.due_date(course, assignment)
+    if due is None:
+        return
+    exts = deadlines.extensions(course, assignment)
+    for student in sorted(report.collected):
+        stamp = report.timestamps.get(student)
+        try:
+            late = deadlines.lateness(course, assignment, student, stamp, due, exts.get(student))
+        except Exception:       # a timestamp nbgrader cannot read: nbgrader will say so when grading
+            continue
+        if late.seconds_late > 0 or late.extension:
+            report.note(student, "", late.text)
 
 
 def _entries_of(course: Course, assignment: str, source: Path | None, exchange: Path | str | None,

@@ -27,6 +27,7 @@ class Flag(enum.Enum):
     TRUTH_SHOWN_UNRECORDED = "truth-shown-unrecorded"    # the truth on screen without a recorded reveal
     LEDGER_DIFFERS = "ledger-differs"            # the record differs from the hub's ledger
     GRADING_FAILED = "grading-failed"            # the last grading failed (an earlier grade stands)
+    POSSIBLE_COPY = "possible-copy"              # an answer right for a classmate's variant, or theirs (copies)
     UNKNOWN = "unknown"                          # kept by an older grader, as text only
 
     @classmethod

@@ -19,9 +19,21 @@ a failure is never a zero. Each assignment has four more columns:
   per-student variants: "Q2: ...; Q3: ...", from the course secret), "the lesson's own" without
   a secret, empty for an assignment whose questions do not vary.
 
-`late_penalty` sums nbgrader's late penalties; `total` = the notebook scores minus the penalties.
-With `--with-max` a last row, `(max)`, holds the maximum of each column so a spreadsheet can turn
-scores into percentages.
+* `<assignment>/late`: against the student's own deadline (the due date, or their extension:
+  autograder.grading.deadlines): "on time", "on time (extended to ...: reason)", "late by 1 d 2 h";
+  empty without a due date;
+* `<assignment>/copies`: the evidence of a possible copy (autograder.integrity.copy_flags: the last
+  `grade` or `report`), which also sets the Formgrader flag ("possible copy" in the flag column).
+
+`late_penalty` sums nbgrader's late penalties; `total` = the notebook scores minus the penalties
+(raw points: a lesson with more points weighs more); `mean_percent` = the mean over the
+assignments of each one's score in percent (each assignment weighs the same; one not handed in
+counts 0, a failed grading is left out). A last row, `(max)`, holds the maximum of each column
+so a spreadsheet can turn scores into percentages (`--no-max` leaves it out).
+
+The name and e-mail columns come from the gradebook's student records: an LMS download fills
+them, a hub with PAM accounts knows only user names (`python -m autograder students import
+roster.csv` adds them).
 """
 from __future__ import annotations
 
@@ -31,7 +43,7 @@ from autograder.course import Course
 from autograder.outputs.gradesheet import write_grades_csv
 
 
-def export(course: Course, out: Path, with_max: bool = False) -> Path:
+def export(course: Course, out: Path, with_max: bool = True) -> Path:
     if not course.db.is_file():
         raise SystemExit(f"no gradebook at {course.db}: grade something first")
     return write_grades_csv(course, Path(out), with_max=with_max)

@@ -21,6 +21,7 @@ from autograder.course import Course
 from autograder.integrity.ledger import status as ledger_status
 from autograder.grading.status import failed_students, flag_reasons
 from autograder.outputs import csvsafe
+from autograder.integrity import copy_flags
 
 
 @dataclass
@@ -32,6 +33,7 @@ class Entry:
     submitted: bool = False        # in the gradebook
     manual: bool = False           # a written answer nobody has graded yet
     flagged: bool = False          # nbgrader's flag, as the Formgrader shows it
+    timestamp: object = None       # when it was handed in (nbgrader's, naive UTC)
 
 
 def entries(gb, course: Course, assignment, failed: dict[str, str]) -> dict[str, Entry]:
@@ -42,6 +44,7 @@ def entries(gb, course: Course, assignment, failed: dict[str, str]) -> dict[str,
         e = out.setdefault(sub.student.id, Entry())
         e.submitted = True
         e.flagged = any(nb.flagged for nb in sub.notebooks)
+        e.timestamp = sub.timestamp
         if e.failed is not None:
             continue
         e.manual = bool(sub.needs_manual_grade)
@@ -90,15 +93,18 @@ def _every_assignment(gb, course: Course, with_max: bool) -> list[list]:
         per[a.name] = entries(gb, course, a, failed_students(course, a.name))
     people = {st.id: st for st in gb.students}
     variant_of = _variants(course, list(notebooks))
+    copies = {a: copy_flags.saved(course, a) for a in notebooks}
+    late_of = _lateness(course, list(notebooks))
     header = ["student_id", "last_name", "first_name", "email"]
     for a, nbs in notebooks.items():
-        header += [f"{a}/{n}" for n, _ in nbs] + [f"{a}/status", f"{a}/flag", f"{a}/ledger", f"{a}/variant"]
-    rows = [header + ["late_penalty", "total"]]
+        header += [f"{a}/{n}" for n, _ in nbs] + [f"{a}/status", f"{a}/flag", f"{a}/ledger", f"{a}/variant",
+                                                   f"{a}/late", f"{a}/copies"]
+    rows = [header + ["late_penalty", "total", "mean_percent"]]
     for sid in sorted(set(people) | {s for es in per.values() for s, e in es.items() if e.failed is not None}):
         st = people.get(sid)
         row = [sid, (st.last_name or "") if st else "", (st.first_name or "") if st else "",
                (st.email or "") if st else ""]
-        total, penalty, failed_only = 0.0, 0.0, True
+        total, penalty, failed_only, percents = 0.0, 0.0, True, []
         for a, nbs in notebooks.items():
             e = per[a].get(sid) or Entry()
             scored = e.submitted and e.failed is None
@@ -109,19 +115,46 @@ def _every_assignment(gb, course: Course, with_max: bool) -> list[list]:
             # nbgrader's flag decides (an instructor unflags after looking); the grader's
             # reasons say why
             why = flag_reasons(course, a, sid) if (e.flagged or e.failed is not None) else []
+            mine = copies[a].get(sid, [])
+            if e.flagged and mine:
+                why.append("possible copy")
             row.append("; ".join(why) or ("flagged" if e.flagged else ""))
             vouch = ledger_status(course, a, sid) if e.submitted and e.failed is None else None
             row.append(vouch.text if vouch else "")
             row.append(variant_of(sid, a))
+            row.append(late_of(sid, a, e))
+            row.append(copy_flags.summary(mine))
             total += sum(e.scores.values())
             penalty += e.penalty
-        rows.append(row + (["", ""] if failed_only else [_fmt(penalty), _fmt(total - penalty)]))
+            top = sum(m for _, m in nbs)
+            if top and e.failed is None:      # every assignment weighs the same; missing counts 0
+                percents.append(100 * (sum(e.scores.values()) - e.penalty) / top)
+        rows.append(row + (["", "", ""] if failed_only else
+                           [_fmt(penalty), _fmt(total - penalty),
+                            f"{sum(percents) / len(percents):.1f}" if percents else ""]))
     if with_max:
         maxrow = ["(max)", "", "", ""]
         for a, nbs in notebooks.items():
-            maxrow += [_fmt(m) for _, m in nbs] + ["", "", "", ""]
-        rows.append(maxrow + ["", _fmt(sum(m for nbs in notebooks.values() for _, m in nbs))])
+            maxrow += [_fmt(m) for _, m in nbs] + ["", "", "", "", "", ""]
+        rows.append(maxrow + ["", _fmt(sum(m for nbs in notebooks.values() for _, m in nbs)), "100"])
     return rows
+
+
+def _lateness(course: Course, assignments: list[str]):
+    """(student, assignment, Entry) -> "late by 1 d 2 h", "on time (extended to ...: why)", "on
+    time", or "" (no due date, nothing handed in): against the student's own deadline."""
+    from autograder.grading import deadlines
+
+    dues = {a: deadlines.due_date(course, a) for a in assignments}
+    exts = {a: deadlines.extensions(course, a) for a in assignments}
+
+    def late_of(student: str, assignment: str, e: Entry) -> str:
+        if dues[assignment] is None or not e.submitted:
+            return ""
+        return deadlines.lateness(course, assignment, student, e.timestamp, dues[assignment],
+                                  exts[assignment].get(student)).text
+
+    return late_of
 
 
 def _variants(course: Course, assignments: list[str]):

@@ -23,8 +23,13 @@ way (read by no test of the question as the student's) are not answers and are n
   hub's ledger": autograder.integrity.ledger)
 * copies.csv / variants.csv -- possible copies across students' variants, with the evidence, and
   the numbers each student was graded on (autograder.integrity.copies)
+* students.csv -- per student: the score less the late penalty, lateness against their own
+  deadline, status, flags, ledger, possible copies with the evidence (autograder.outputs.report_tables)
+* questions.csv -- per question: mean, spread, range, share with every point, written answers
+  awaiting a grade, the labelled misconceptions matched
 * report.html -- all of it on one accessible page (autograder.outputs.report_html): tables with headers,
-  the charts with text alternatives written from the same rows
+  the charts with text alternatives written from the same rows, the regrade log
+  (autograder.grading.regrade); and reports/index.html, the course across assignments
 
 For every graded question the answer counted (and judged) is the one the student committed
 before the truth was revealed (autograder.integrity.predictions), not one written afterwards.
@@ -68,11 +73,19 @@ NOT_RECORDED = "(not recordable)"
 # ---------------------------------------------------------------------------------------------
 # answers -> printable categories
 # ---------------------------------------------------------------------------------------------
-def _ratio(value, truth) -> float | None:
+def _ratio(value, truth, spec=None) -> float | None:
+    """value / truth, both in the question's declared unit where it has one (`spec`, its answer
+    form: 34.3 written for microseconds against a truth kept in milliseconds is 1.07, not 1070);
+    None where they cannot be compared (a Quantity against a bare number, with no spec to say
+    what the number means)."""
     from course_lib.units import is_quantity
 
     try:
-        if is_quantity(truth):
+        if spec is not None and hasattr(spec, "read_truth"):
+            v, t = spec.read(value), spec.read_truth(truth)
+        elif is_quantity(value) != is_quantity(truth):
+            return None
+        elif is_quantity(truth):
             v = value.m_as(truth.units) if is_quantity(value) else float(value)
             t = truth.magnitude
         else:
@@ -85,7 +98,7 @@ def _ratio(value, truth) -> float | None:
     return v / t
 
 
-def category(entry, truth_entry=None, right: bool | None = None, label: str | None = None) -> str:
+def category(entry, truth_entry=None, right: bool | None = None, label: str | None = None, spec=None) -> str:
     """The answer class a recorded entry falls in: the truth's when it is right, its
     misconception label or its value (with the ratio to the truth) when wrong."""
     if not isinstance(entry, dict) or entry.get("missing"):
@@ -102,7 +115,7 @@ def category(entry, truth_entry=None, right: bool | None = None, label: str | No
         return label
     text = show(v)
     if ok_t and not isinstance(v, str):
-        r = _ratio(v, t)
+        r = _ratio(v, t, spec)
         if r is not None:
             return f"{text} (truth x{r:.3g})"
     return text
@@ -191,6 +204,16 @@ def answer_variables(cell, tests: dict) -> list[str]:
     return out
 
 
+def _spec(grade_id: str, var: str):
+    """The answer form course_lib.questions declares for `var` of the question of `grade_id`, or None."""
+    from course_lib.questions import get
+
+    try:
+        return get(grade_id.rsplit("_", 1)[0]).specs.get(var)
+    except Exception:       # not a declared question: compared as recorded
+        return None
+
+
 def _own_truths_label(owns: dict, lesson_entry: dict) -> str:
     """How the report names the truth of a variable whose students had their own numbers: the
     truths they were graded on (a few, then the count), not the lesson's own."""
@@ -227,6 +250,7 @@ def misconceptions(course: Course, assignment: str, truth_record: dict | None = 
             hidden = cell.hidden_tests
             for var in answer_variables(cell, by_id):
                 t_entry = tv.get(cell.grade_id, {}).get(var)
+                spec = _spec(cell.grade_id, var)
                 truth_label = category(t_entry, t_entry, right=True) if t_entry else None
                 # with per-student variants each student has their own truth (autograder.authoring.variants):
                 # a right answer is "the truth" whatever its number, a wrong one's ratio is to its own
@@ -243,7 +267,7 @@ def misconceptions(course: Course, assignment: str, truth_record: dict | None = 
                         right, label = None, None
                     own = owns[s]
                     cat = (truth_label if right and own and truth_label
-                           else category(entry, own or t_entry, right=right, label=label))
+                           else category(entry, own or t_entry, right=right, label=label, spec=spec))
                     if right is None and truth_label is not None and cat == truth_label:
                         right = True
                     n_wrong += not right       # this variable's own verdict, not its question's
@@ -466,17 +490,63 @@ def report(course: Course, assignment: str, out_dir: Path | None = None) -> dict
     plot_misconceptions(rows, out / "misconceptions.png")
     changes = changes_after_reveal(course, assignment)
     _write_csv(out / "predictions.csv", [c.csv_row() for c in changes], PredictionRow.FIELDS)
+    from autograder.grading.regrade import read_log
+    from autograder.grading.status import failed_students
+    from autograder.integrity.copies import write_copies
+    from autograder.integrity.copy_flags import check as flag_copies
+    from autograder.outputs import report_tables
+    from autograder.outputs.report_html import write_course_html, write_report_html
+
+    copies = flag_copies(course, assignment, write_copies(course, assignment, out))   # flagged before it is read
     srows = score_rows(course, assignment)
     _write_csv(out / "scores.csv", [r.csv_row() for r in srows], ScoreRow.FIELDS)
     plot_scores(srows, out / "scores.png")
     summary = score_summary(srows)
-    from autograder.integrity.copies import write_copies
-    from autograder.grading.status import failed_students
-    from autograder.outputs.report_html import write_report_html
-
-    write_report_html(out, assignment, rows, changes, summary)
+    students = report_tables.student_rows(course, assignment, copies)
+    _write_csv(out / "students.csv", [_student_csv(r) for r in students], STUDENT_FIELDS)
+    questions = report_tables.question_stats(course, assignment, rows)
+    _write_csv(out / "questions.csv", [_question_csv(q) for q in questions], QUESTION_FIELDS)
+    regrades = read_log(course, assignment)
+    write_report_html(out, assignment, rows, changes, summary, students=students, questions=questions,
+                      copies=copies, regrades=regrades, heading=_deadline_line(course, assignment))
+    names, cells, stats = report_tables.course_table(course)
+    course_page = write_course_html(out.parent, names, cells, stats) if out.parent == course.reports else None
     return {"dir": str(out), "rows": rows, "scores": summary, "failed": failed_students(course, assignment),
-            "predictions": changes, "copies": write_copies(course, assignment, out), "score_rows": srows}
+            "predictions": changes, "copies": copies, "score_rows": srows, "students": students,
+            "questions": questions, "regrades": regrades, "course_page": str(course_page or "")}
+
+
+STUDENT_FIELDS = ["student", "name", "score", "max_score", "late", "late_penalty", "status", "flags", "ledger",
+                  "copies"]
+QUESTION_FIELDS = ["notebook", "question", "title", "max_score", "students", "mean", "spread", "min", "max",
+                   "share_full", "awaiting_manual", "misconceptions"]
+
+
+def _student_csv(r) -> dict:
+    return {"student": r.student, "name": r.name, "score": "" if r.score is None else r.score,
+            "max_score": r.max_score, "late": r.late, "late_penalty": r.penalty, "status": r.status,
+            "flags": "; ".join(r.flags), "ledger": r.ledger,
+            "copies": "; ".join(f"{c['question']} {c['variable']}: {c['evidence']}" for c in r.copies)}
+
+
+def _question_csv(q) -> dict:
+    return {"notebook": q.notebook, "question": q.question, "title": q.title, "max_score": q.max_score,
+            "students": q.n, "mean": round(q.mean, 4), "spread": round(q.spread, 4), "min": q.low, "max": q.high,
+            "share_full": round(q.share_full, 4), "awaiting_manual": q.awaiting,
+            "misconceptions": "; ".join(q.misconceptions)}
+
+
+def _deadline_line(course: Course, assignment: str) -> str:
+    """"Due ...; late policy: ...; N extension(s)", or "" without a due date."""
+    from autograder.grading import deadlines, late
+
+    due = deadlines.due_date(course, assignment)
+    if due is None:
+        return ""
+    policy = late.read(course.root)
+    n = len(deadlines.extensions(course, assignment))
+    return (f"Due {due.strftime('%Y-%m-%d %H:%M UTC')}; late policy: "
+            + (policy.text if policy else "none (no penalty)") + f"; {n} extension(s).")
 
 
 def score_summary(srows: list[ScoreRow]) -> dict:
@@ -497,7 +567,9 @@ def format_report(result: dict) -> str:
     preds, srows = result.get("predictions", []), result.get("score_rows", [])
     from autograder.integrity.copies import format_copies
 
-    lines = [f"report written to {result['dir']}/ (report.html, misconceptions.csv/.png, predictions.csv, scores.csv/.png); "
+    lines = [f"report written to {result['dir']}/ (report.html, students.csv, questions.csv, misconceptions.csv/.png, "
+             "predictions.csv, scores.csv/.png, copies.csv)"
+             + (f" and the course page {result['course_page']}" if result.get("course_page") else "") + "; "
              "a predict-then-verify question counts the prediction committed before its reveal"]
     lines += _misconception_lines(result["rows"])
     lines += _change_lines(preds)
