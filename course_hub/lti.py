@@ -31,6 +31,7 @@ import os
 import pwd
 import re
 import subprocess
+import unicodedata
 from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import parse_qs, quote, urlparse
@@ -84,7 +85,8 @@ def is_instructor(roles) -> bool:
 def readable_part(claims: dict) -> str:
     for text in (claims.get("given_name"), (claims.get("email") or "").split("@")[0], claims.get("name")):
         if isinstance(text, str):
-            s = re.sub(r"[^a-z0-9]", "", text.lower())
+            # accents dropped (Zoë -> zoe), everything else outside a-z0-9 too
+            s = re.sub(r"[^a-z0-9]", "", unicodedata.normalize("NFKD", text).lower())
             s = s.lstrip("0123456789")
             if s:
                 return s[:16]

@@ -58,6 +58,7 @@ LEDGER=yes
 SERVICE_EXCHANGE=yes                    # the course service is the nbgrader exchange (no: the folder EXCHANGE)
 INSTRUCTORS=()
 STUDENTS=()
+LTI_CONFIG=""                           # issue 35: log in from the LMS (LTI 1.3), see deploy/lti.md
 # nbgrader's instructor side: off for everyone, on for instructors; autograder.outputs.formgrader_csp serves
 # the Formgrader's pages with a policy that runs only the Formgrader's own scripts
 INSTRUCTOR_SERVER_EXTENSIONS=(nbgrader.server_extensions.formgrader nbgrader.server_extensions.course_list
@@ -95,6 +96,8 @@ usage: sudo $0 [options]
   --exchange-folder        nbgrader's own folder exchange (EXCHANGE) instead of the course
                            service's (which needs the service: not with --no-ledger)
   --no-service             do not install the systemd unit
+  --lti-config FILE        students and instructors log in from the LMS (LTI 1.3): FILE becomes
+                           CONFIG_DIR/lti.json (deploy/lti.md)
 EOF
 }
 
@@ -159,6 +162,7 @@ while [[ $# -gt 0 ]]; do
         --no-ledger) LEDGER=no; SERVICE_EXCHANGE=no; shift ;;
         --exchange-folder) SERVICE_EXCHANGE=no; shift ;;
         --no-service) SERVICE=no; shift ;;
+        --lti-config) LTI_CONFIG="$2"; shift 2 ;;   # LTI 1.3 login (course_hub.lti, deploy/lti.md)
         -h|--help) usage; exit 0 ;;
         *) usage >&2; die "unknown option $1" ;;
     esac
@@ -423,6 +427,13 @@ if [[ "$LEDGER" == yes ]]; then
     chmod 2750 "$LEDGER_DIR"
 fi
 install -m 0644 "$KIT/jupyterhub_config.py" "$CONFIG_DIR/jupyterhub_config.py"
+# ---- LMS login (issue 35): --lti-config FILE becomes CONFIG_DIR/lti.json (root only); the hub then
+# logs users in through the LMS (course_hub.lti; jupyterhub_config.py). Without it nothing changes.
+if [[ -n "$LTI_CONFIG" ]]; then
+    "$ENV/bin/python" -c 'import sys; from course_hub.lti import load_settings; load_settings(sys.argv[1])' \
+        "$LTI_CONFIG" || die "--lti-config $LTI_CONFIG: not usable (see deploy/lti.md)"
+    install -m 0600 "$LTI_CONFIG" "$CONFIG_DIR/lti.json"
+fi
 "$ENV/bin/python" - "$CONFIG_DIR/roofline_site.json" <<EOF
 import json, sys
 site = {
