@@ -317,9 +317,10 @@ def hub():
 
 
 @contextmanager
-def running_hub(students: list[str], hub_args: tuple = ()):
+def running_hub(students: list[str], hub_args: tuple = (), setup_args=()):
     """setup.sh at temporary paths, an instructor and `students` (keys of info["users"]) as
-    Unix users, a running hub; everything undone afterwards."""
+    Unix users, a running hub; everything undone afterwards. `setup_args(base, url)`: more
+    options for setup.sh (test_hub_lti_launch.py: --lti-config)."""
     if WHY_NOT:
         pytest.fail(f"ROOFLINE_REQUIRE_HUB=1, but this test {WHY_NOT}")
     t_start = time.monotonic()
@@ -346,7 +347,8 @@ def running_hub(students: list[str], hub_args: tuple = ()):
                "--instructor", users["instructor"], *[x for who in students for x in ("--student", users[who])],
                "--memory-limit", MEMORY_LIMIT, "--tasks-limit", str(TASKS_LIMIT), "--no-service",
                "--ledger-user", info["ledger"]["user"], "--ledger-dir", str(info["ledger"]["dir"]),
-               "--ledger-url", info["ledger"]["url"], "--key-group", info["key_group"]]
+               "--ledger-url", info["ledger"]["url"], "--key-group", info["key_group"],
+               *(setup_args(base, info["url"]) if callable(setup_args) else setup_args)]
         t0 = time.monotonic()
         with locked(Path(str(PREFIX) + ".lock")):
             setup = run(cmd)

@@ -194,6 +194,17 @@ def test_the_instructor_chooses_the_late_penalty_and_the_flagged_rule(lms, capsy
     assert "flagged" in cat["comment"]
 
 
+def test_without_the_results_scope_a_rerun_posts_the_same_scores_again_and_never_duplicates(lms, capsys):
+    platform, course, tmp_path = lms
+    platform.granted_scopes.discard(AGS + "result.readonly")
+    assert export(course, tmp_path, "--lms") == 0
+    first = platform.scores_of(A)
+    assert export(course, tmp_path, "--lms") == 0
+    assert f"{len(first)} posted; 0 updated; 0 unchanged" in capsys.readouterr().out.splitlines()[-1]
+    assert len(platform.lineitems) == 1 and len(platform.posts) == 2 * len(first)
+    assert {u: s["scoreGiven"] for u, s in platform.scores_of(A).items()} == {u: s["scoreGiven"] for u, s in first.items()}
+
+
 @pytest.mark.parametrize("fault, message", [
     ("wrong key", "did not accept the tool's key"),
     ("expired token", "already expired"),
@@ -242,3 +253,15 @@ def test_the_lms_import_csv_holds_the_same_scores(lms, capsys):
     got = {r["Email address"]: r[A] for r in rows}
     assert got == {f"{s}@uni.example": (f"{expected[s]:g}" if s in expected else "") for s in CLASS}
     assert platform.requests == []      # the CSV needs no LMS
+
+
+def test_keygen_writes_a_private_key_and_its_public_key_set(tmp_path, capsys):
+    from autograder.lms.__main__ import main as lms_main
+
+    assert lms_main(["keygen", str(tmp_path / "keys")]) == 0
+    key = tmp_path / "keys" / "lti-tool-key.pem"
+    assert oct(key.stat().st_mode & 0o777) == "0o600"
+    jwks = json.loads((tmp_path / "keys" / "lti-tool-jwks.json").read_text())
+    assert [k["kty"] for k in jwks["keys"]] == ["RSA"] and "d" not in jwks["keys"][0]
+    with pytest.raises(SystemExit, match="exists"):
+        lms_main(["keygen", str(tmp_path / "keys")])

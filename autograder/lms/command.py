@@ -54,7 +54,7 @@ def run(course: Course, args) -> int:
         cfg = configs.load(Path(args.lms_config) if args.lms_config else course.root / "lms.json")
         result = export_to_lms(course, cfg, assignments, rule)
     except LmsError as e:
-        print(f"export --lms: nothing posted: {e}", file=sys.stderr)
+        print(f"export --lms-csv: {e}" if args.lms_csv else f"export --lms: nothing posted: {e}", file=sys.stderr)
         return 2
     print(format_result(result))
     if result.error:
