@@ -30,6 +30,7 @@ import json
 import os
 import pwd
 import re
+import shutil
 import subprocess
 import unicodedata
 from datetime import datetime, timezone
@@ -151,21 +152,49 @@ def append_record(record: Path, rec: dict) -> None:
         f.write(json.dumps(rec, sort_keys=True) + "\n")
 
 
-def ensure_unix_user(name: str, group: str, other_group: str) -> None:
-    """The user (created if missing, home 0700, as setup.sh's add_user) in `group`, not in `other_group`."""
+def _tool(name: str) -> str:
+    """useradd & co. live in /usr/sbin, which the hub's PATH (the kit's) does not hold."""
+    found = shutil.which(name, path=os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"]))
+    if not found:
+        raise FileNotFoundError(f"{name} not found (Debian's passwd package): the hub creates LTI users with it")
+    return found
+
+
+def answer_key_group() -> str | None:
+    """The group that alone may read the environment's course_lib (setup.sh's --key-group: the
+    answer key), None when everyone may. An instructor's server imports it: they join that group."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("course_lib")
+    if spec is None or not spec.origin:
+        return None
+    st = os.stat(os.path.dirname(spec.origin))
+    if st.st_mode & 0o005:
+        return None
+    try:
+        return grp.getgrgid(st.st_gid).gr_name
+    except KeyError:
+        return None
+
+
+def ensure_unix_user(name: str, member_of: list[str], not_member_of: list[str]) -> None:
+    """The user (created if missing, home 0700, as setup.sh's add_user) in each group of
+    `member_of`, in none of `not_member_of` (a student who was a TA last term)."""
     if not NAME.fullmatch(name):
         raise ValueError(f"refusing to create the Unix user {name!r}")
     try:
         pwd.getpwnam(name)
     except KeyError:
-        subprocess.run(["useradd", "--create-home", "--user-group", "--shell", "/bin/bash", name], check=True)
-    if name not in grp.getgrnam(group).gr_mem:
-        subprocess.run(["usermod", "-a", "-G", group, name], check=True)
-    try:
-        if name in grp.getgrnam(other_group).gr_mem:
-            subprocess.run(["gpasswd", "-d", name, other_group], check=True, stdout=subprocess.DEVNULL)
-    except KeyError:
-        pass
+        subprocess.run([_tool("useradd"), "--create-home", "--user-group", "--shell", "/bin/bash", name], check=True)
+    for group in member_of:
+        if name not in grp.getgrnam(group).gr_mem:
+            subprocess.run([_tool("usermod"), "-a", "-G", group, name], check=True)
+    for group in not_member_of:
+        try:
+            if name in grp.getgrnam(group).gr_mem:
+                subprocess.run([_tool("gpasswd"), "-d", name, group], check=True, stdout=subprocess.DEVNULL)
+        except KeyError:
+            pass
     home = pwd.getpwnam(name).pw_dir
     if os.path.isdir(home):
         os.chmod(home, 0o700)
@@ -211,7 +240,8 @@ def make_authenticator(settings: dict, site: dict):
             teaching = is_instructor(claims.get(ROLES))
             lesson = lesson_of(claims)
             if settings.get("create_system_users", True):
-                ensure_unix_user(name, instructors if teaching else students, students if teaching else instructors)
+                teachers = [instructors] + [g for g in (answer_key_group(),) if g]
+                ensure_unix_user(name, teachers if teaching else [students], [students] if teaching else teachers)
             append_record(record, launch_record(name, claims, teaching, lesson))
             handler.lesson_url = self.lesson_url(name, lesson, handler)
             return {"name": name, "auth_state": claims, "groups": [instructors] if teaching else [students]}

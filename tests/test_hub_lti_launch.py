@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import re
 import grp
 import contextlib
 import secrets
@@ -85,7 +86,7 @@ def test_students_and_instructors_launch_from_the_lms_and_grades_go_back(tmp_pat
                         ctx = browser.new_context()
                         page = ctx.new_page()
                         page.goto(f"{platform.url}/launch?user={person.sub}&link={link}")
-                        page.wait_for_url("**/user/*/lab**", timeout=120_000)
+                        landed(page, "**/user/*/lab**", hub)
                         launches = [json.loads(l) for l in record.read_text().splitlines()]
                         names[who] = [r["user"] for r in launches if r["sub"] == person.sub][-1]
                         created.append(names[who])
@@ -125,7 +126,7 @@ def test_students_and_instructors_launch_from_the_lms_and_grades_go_back(tmp_pat
                     # a second launch: the same user, and now the lesson itself opens
                     page = pages["student"][1]
                     page.goto(f"{platform.url}/launch?user={student.sub}&link=lesson-1")
-                    page.wait_for_url(f"**/user/{s}/lab/tree/{COURSE_ID}/{ASSIGNMENT}**", timeout=120_000)
+                    landed(page, f"**/user/{s}/lab/tree/{COURSE_ID}/{ASSIGNMENT}**", hub)
                     launches = [json.loads(l) for l in record.read_text().splitlines()]
                     assert {r["user"] for r in launches if r["sub"] == student.sub} == {s}
                 finally:
@@ -167,6 +168,18 @@ def test_students_and_instructors_launch_from_the_lms_and_grades_go_back(tmp_pat
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
             subprocess.run(["userdel", "--remove", n], capture_output=True)
+
+
+def landed(page, pattern: str, hub) -> None:
+    """Wait until the browser is at `pattern`; else say where it is, what it shows, what the hub logged."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_url(pattern, timeout=120_000)
+    except PlaywrightTimeout:
+        said = [l for l in hub["log"].read_text().splitlines()
+                if not re.search(r"ServerApp\] (200 GET|204 PUT)", l)]      # not the other pages' polling
+        raise AssertionError(f"the launch did not reach {pattern}: at {page.url}\n" + "\n".join(said[-80:])) from None
 
 
 def user_token(hub, admin_token: str, user: str) -> str:
