@@ -76,101 +76,11 @@ def test_students_and_instructors_launch_from_the_lms_and_grades_go_back(tmp_pat
     try:
         with running_hub([], setup_args=lti_config) as hub:
             record = hub["base"] / "state" / "lti" / "launches.jsonl"
-            # the kit's own instructor (setup.sh --instructor) releases lesson 1, later grades it
-            hub["instructor_token"] = user_token(hub, admin_token, hub["users"]["instructor"])
-            instructor(hub, "release", ASSIGNMENT, "--exchange")
-            from playwright.sync_api import sync_playwright
-
-            with sync_playwright() as pw:
-                browser = pw.chromium.launch(executable_path=CHROMIUM,
-                                             args=["--no-sandbox"] if os.geteuid() == 0 else [])
-                try:
-                    names, pages = {}, {}
-                    for who, person, link in (("student", student, "lesson-1"), ("teacher", teacher, "course-home")):
-                        ctx = browser.new_context()
-                        page = ctx.new_page()
-                        page.goto(f"{platform.url}/launch?user={person.sub}&link={link}")
-                        landed(page, "**/user/*/lab**", hub)
-                        launches = [json.loads(l) for l in record.read_text().splitlines()]
-                        names[who] = [r["user"] for r in launches if r["sub"] == person.sub][-1]
-                        created.append(names[who])
-                        assert f"/user/{names[who]}/lab" in page.url, page.url
-                        pages[who] = (ctx, page)
-                    s, t = names["student"], names["teacher"]
-                    for n in (s, t):
-                        assert hub_lti.NAME.fullmatch(n) and pwd.getpwnam(n)
-                    assert s.startswith(f"rftlti{tag}s-")
-                    # the link of lesson 1 opened the course folder (nothing fetched yet)
-                    assert pages["student"][1].url.rstrip("/").endswith(f"/lab/tree/{COURSE_ID}")
-                    groups = hub_groups(hub["base"] / "state" / "jupyterhub.sqlite")
-                    instructors, students = (f"{hub_group(hub, 'instructors')}", f"{hub_group(hub, 'students')}")
-                    assert groups.get(t) == {instructors} and groups.get(s) == {students}, groups
-                    assert t in grp.getgrnam(instructors).gr_mem and s not in grp.getgrnam(instructors).gr_mem
-                    assert s in grp.getgrnam(students).gr_mem
-                    assert all(l.get("lineitems") == platform.lineitems_url for l in map(json.loads, record.read_text().splitlines()))
-
-                    # the student fetches and submits lesson 1 in that session (the browser's own
-                    # cookies: Playwright's request context shares them)
-                    api = ServerApi(pages["student"][0], hub["url"], s)
-                    listing = api.call("GET", f"assignments?course_id={COURSE_ID}")
-                    assert [a["status"] for a in listing["value"] if a["assignment_id"] == ASSIGNMENT] == ["released"], listing
-                    fetched = api.nbgrader("fetch")
-                    assert fetched["success"], fetched
-                    mine = api.call("GET", f"api/contents/{COURSE_ID}")
-                    assert ASSIGNMENT in [e["name"] for e in mine["content"]], (fetched, mine)
-                    folder = f"{COURSE_ID}/{ASSIGNMENT}"
-                    name = next((REPO / "notebooks" / ASSIGNMENT).glob("*.ipynb")).name
-                    nb = api.call("GET", f"api/contents/{folder}/{name}?content=1")["content"]
-                    answers = right_answers()
-                    for cell in nb["cells"]:
-                        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-                        if gid in answers:
-                            cell["source"] = answers[gid]
-                    api.call("PUT", f"api/contents/{folder}/{name}",
-                             data={"type": "notebook", "format": "json", "content": nb})
-                    api.call("POST", "assignments/validate", form={"path": f"{folder}/{name}"})
-                    assert api.nbgrader("submit")["success"]
-
-                    # a second launch: the same user, and now the lesson itself opens
-                    page = pages["student"][1]
-                    page.goto(f"{platform.url}/launch?user={student.sub}&link=lesson-1")
-                    landed(page, f"**/user/{s}/lab/tree/{COURSE_ID}/{ASSIGNMENT}**", hub)
-                    launches = [json.loads(l) for l in record.read_text().splitlines()]
-                    assert {r["user"] for r in launches if r["sub"] == student.sub} == {s}
-                finally:
-                    browser.close()
-
-            # grades back: the kit's instructor collects and grades; export --lms posts
-            instructor(hub, "collect", ASSIGNMENT, "--exchange")
-            instructor(hub, "grade", ASSIGNMENT, "-q")
-            # the written answers, graded by hand (a score with ungraded ones is held back)
-            for cell, points in reflections().items():
-                instructor(hub, "manual", ASSIGNMENT, "--student", s, "--cell", cell, "--points", str(points / 2))
-            course = hub["course"]
-            key = course / "lti-tool-key.pem"
-            key.write_bytes((tmp_path / "lti-tool-key.pem").read_bytes())
-            roster_copy = course / "launches.jsonl"
-            roster_copy.write_bytes(record.read_bytes())
-            (course / "lms.json").write_text(json.dumps({
-                "client_id": platform.client_id, "token_url": platform.token_url,
-                "private_key_file": "lti-tool-key.pem", "roster_file": "launches.jsonl",
-                "issuer": platform.issuer, "deployment_id": platform.deployment_id}))
-            who = pwd.getpwnam(hub["users"]["instructor"])
-            for p in (key, roster_copy, course / "lms.json"):
-                os.chown(p, who.pw_uid, who.pw_gid)
-            out = instructor(hub, "export", "--lms", "--assignment", ASSIGNMENT, "--flagged", "comment")
-            assert f"{ASSIGNMENT} {s}: posted" in out, out
-            p = as_user(hub["users"]["instructor"], hub["home"]["instructor"], hub["env"] / "bin",
-                        ["python", "-c", "import sys, json; from nbgrader.api import Gradebook\n"
-                         "with Gradebook('sqlite:///gradebook.db') as gb:\n"
-                         f"    sub = gb.find_submission({ASSIGNMENT!r}, {s!r})\n"
-                         "    print(json.dumps([sub.score, sum(n.late_submission_penalty or 0 for n in sub.notebooks)]))"],
-                        cwd=course, env=hub_terminal_env(hub))
-            score, penalty = json.loads(p.stdout)
-            assert platform.scores_of(ASSIGNMENT)[student.sub]["scoreGiven"] == pytest.approx(max(0.0, score - penalty))
-            assert len(platform.lineitems) == 1
-            again = instructor(hub, "export", "--lms", "--assignment", ASSIGNMENT, "--flagged", "comment")
-            assert f"{ASSIGNMENT} {s}: unchanged" in again and len(platform.posts) == 1
+            try:
+                lms_to_hub_and_back(hub, platform, record, student, teacher, tag, tmp_path, admin_token)
+            finally:           # every user a launch created goes at the end, even a launch that failed
+                if record.exists():
+                    created.extend({json.loads(l)["user"] for l in record.read_text().splitlines() if l.strip()})
     finally:
         platform.stop()
         for n in created:
@@ -178,6 +88,104 @@ def test_students_and_instructors_launch_from_the_lms_and_grades_go_back(tmp_pat
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
             subprocess.run(["userdel", "--remove", n], capture_output=True)
+
+
+def lms_to_hub_and_back(hub, platform, record, student, teacher, tag, tmp_path, admin_token) -> None:
+    """The launches, the lesson, the grades: what the test's docstring says, on a running hub."""
+    # the kit's own instructor (setup.sh --instructor) releases lesson 1, later grades it
+    hub["instructor_token"] = user_token(hub, admin_token, hub["users"]["instructor"])
+    instructor(hub, "release", ASSIGNMENT, "--exchange")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM,
+                                     args=["--no-sandbox"] if os.geteuid() == 0 else [])
+        try:
+            names, pages = {}, {}
+            for who, person, link in (("student", student, "lesson-1"), ("teacher", teacher, "course-home")):
+                ctx = browser.new_context()
+                page = ctx.new_page()
+                page.goto(f"{platform.url}/launch?user={person.sub}&link={link}")
+                landed(page, "**/user/*/lab**", hub)
+                launches = [json.loads(l) for l in record.read_text().splitlines()]
+                names[who] = [r["user"] for r in launches if r["sub"] == person.sub][-1]
+                assert f"/user/{names[who]}/lab" in page.url, page.url
+                pages[who] = (ctx, page)
+            s, t = names["student"], names["teacher"]
+            for n in (s, t):
+                assert hub_lti.NAME.fullmatch(n) and pwd.getpwnam(n)
+            assert s.startswith(f"rftlti{tag}s-")
+            # the link of lesson 1 opened the course folder (nothing fetched yet)
+            assert pages["student"][1].url.rstrip("/").endswith(f"/lab/tree/{COURSE_ID}")
+            groups = hub_groups(hub["base"] / "state" / "jupyterhub.sqlite")
+            instructors, students = (f"{hub_group(hub, 'instructors')}", f"{hub_group(hub, 'students')}")
+            assert groups.get(t) == {instructors} and groups.get(s) == {students}, groups
+            assert t in grp.getgrnam(instructors).gr_mem and s not in grp.getgrnam(instructors).gr_mem
+            assert s in grp.getgrnam(students).gr_mem
+            assert all(l.get("lineitems") == platform.lineitems_url for l in map(json.loads, record.read_text().splitlines()))
+
+            # the student fetches and submits lesson 1 in that session (the browser's own
+            # cookies: Playwright's request context shares them)
+            api = ServerApi(pages["student"][0], hub["url"], s)
+            listing = api.call("GET", f"assignments?course_id={COURSE_ID}")
+            assert [a["status"] for a in listing["value"] if a["assignment_id"] == ASSIGNMENT] == ["released"], listing
+            fetched = api.nbgrader("fetch")
+            assert fetched["success"], fetched
+            mine = api.call("GET", f"api/contents/{COURSE_ID}")
+            assert ASSIGNMENT in [e["name"] for e in mine["content"]], (fetched, mine)
+            folder = f"{COURSE_ID}/{ASSIGNMENT}"
+            name = next((REPO / "notebooks" / ASSIGNMENT).glob("*.ipynb")).name
+            nb = api.call("GET", f"api/contents/{folder}/{name}?content=1")["content"]
+            answers = right_answers()
+            for cell in nb["cells"]:
+                gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+                if gid in answers:
+                    cell["source"] = answers[gid]
+            api.call("PUT", f"api/contents/{folder}/{name}",
+                     data={"type": "notebook", "format": "json", "content": nb})
+            api.call("POST", "assignments/validate", form={"path": f"{folder}/{name}"})
+            assert api.nbgrader("submit")["success"]
+
+            # a second launch: the same user, and now the lesson itself opens
+            page = pages["student"][1]
+            page.goto(f"{platform.url}/launch?user={student.sub}&link=lesson-1")
+            landed(page, f"**/user/{s}/lab/tree/{COURSE_ID}/{ASSIGNMENT}**", hub)
+            launches = [json.loads(l) for l in record.read_text().splitlines()]
+            assert {r["user"] for r in launches if r["sub"] == student.sub} == {s}
+        finally:
+            browser.close()
+
+    # grades back: the kit's instructor collects and grades; export --lms posts
+    instructor(hub, "collect", ASSIGNMENT, "--exchange")
+    instructor(hub, "grade", ASSIGNMENT, "-q")
+    # the written answers, graded by hand (a score with ungraded ones is held back)
+    for cell, points in reflections().items():
+        instructor(hub, "manual", ASSIGNMENT, "--student", s, "--cell", cell, "--points", str(points / 2))
+    course = hub["course"]
+    key = course / "lti-tool-key.pem"
+    key.write_bytes((tmp_path / "lti-tool-key.pem").read_bytes())
+    roster_copy = course / "launches.jsonl"
+    roster_copy.write_bytes(record.read_bytes())
+    (course / "lms.json").write_text(json.dumps({
+        "client_id": platform.client_id, "token_url": platform.token_url,
+        "private_key_file": "lti-tool-key.pem", "roster_file": "launches.jsonl",
+        "issuer": platform.issuer, "deployment_id": platform.deployment_id}))
+    who = pwd.getpwnam(hub["users"]["instructor"])
+    for p in (key, roster_copy, course / "lms.json"):
+        os.chown(p, who.pw_uid, who.pw_gid)
+    out = instructor(hub, "export", "--lms", "--assignment", ASSIGNMENT, "--flagged", "comment")
+    assert f"{ASSIGNMENT} {s}: posted" in out, out
+    p = as_user(hub["users"]["instructor"], hub["home"]["instructor"], hub["env"] / "bin",
+                ["python", "-c", "import sys, json; from nbgrader.api import Gradebook\n"
+                 "with Gradebook('sqlite:///gradebook.db') as gb:\n"
+                 f"    sub = gb.find_submission({ASSIGNMENT!r}, {s!r})\n"
+                 "    print(json.dumps([sub.score, sum(n.late_submission_penalty or 0 for n in sub.notebooks)]))"],
+                cwd=course, env=hub_terminal_env(hub))
+    score, penalty = json.loads(p.stdout)
+    assert platform.scores_of(ASSIGNMENT)[student.sub]["scoreGiven"] == pytest.approx(max(0.0, score - penalty))
+    assert len(platform.lineitems) == 1
+    again = instructor(hub, "export", "--lms", "--assignment", ASSIGNMENT, "--flagged", "comment")
+    assert f"{ASSIGNMENT} {s}: unchanged" in again and len(platform.posts) == 1
 
 
 class ServerApi:

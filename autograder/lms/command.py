@@ -28,6 +28,10 @@ def wanted(args) -> bool:
 
 
 def run(course: Course, args) -> int:
+    try:
+        import pylti1p3  # noqa: F401
+    except ImportError:
+        raise SystemExit("export --lms needs pylti1p3: pip install 'course_lib[lms]' (pyproject's lms extra)") from None
     from autograder.lms import config as configs
     from autograder.lms import gradebook_csv, roster
     from autograder.lms.post import export_to_lms, format_result

@@ -221,6 +221,7 @@ fi
 # extension in course_lib/labextension/ among them) and this list.
 REQUIREMENTS=("jupyterhub>=5" "$SRC[course]")
 [[ "$SPAWNER" == systemd ]] && REQUIREMENTS+=("jupyterhub-systemdspawner>=1")
+REQUIREMENTS+=("pylti1p3>=2,<3" "jupyterhub-ltiauthenticator>=1.6.3,<2")   # pyproject's `lms` extra (issue 35)
 stamp="$(cd "$SRC" && { printf '%s\n' "${REQUIREMENTS[@]}";
                           find pyproject.toml course_lib autograder course_hub -type f \
                                \( -name '*.py' -o -name '*.toml' -o -name '*.md' -o -name '*.json' -o -name '*.js' \) \
