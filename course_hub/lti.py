@@ -94,10 +94,24 @@ def readable_part(claims: dict) -> str:
     return "lti"
 
 
-def derive_name(iss: str, sub: str, claims: dict) -> str:
-    """A new user's name (see the module's docstring); always matches NAME."""
-    digest = hashlib.sha256(f"{iss}\0{sub}".encode()).hexdigest()[:6]
-    return f"{readable_part(claims)}-{digest}"
+def derive_name(iss: str, sub: str, claims: dict, taken=frozenset()) -> str:
+    """A new user's name (see the module's docstring); always matches NAME. A name in `taken`
+    (another LMS user's, or a Unix user's of the machine) moves on to the digest's next 6 digits."""
+    digest = hashlib.sha256(f"{iss}\0{sub}".encode()).hexdigest()
+    base = readable_part(claims)
+    for i in range(0, len(digest) - 5, 6):
+        name = f"{base}-{digest[i:i + 6]}"
+        if name not in taken:
+            return name
+    raise ValueError(f"no free user name for {base!r}")
+
+
+def _unix_user_exists(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+        return True
+    except KeyError:
+        return False
 
 
 def known_names(record: Path) -> dict[tuple[str, str], str]:
@@ -236,7 +250,15 @@ def make_authenticator(settings: dict, site: dict):
             iss, sub = claims.get("iss"), claims.get("sub")
             if not isinstance(sub, str) or not sub:
                 raise LoginError("the launch names no user (sub)")
-            name = known_names(record).get((iss, sub)) or derive_name(iss, sub, claims)
+            known = known_names(record)
+            name = known.get((iss, sub))
+            if name is None:          # a first launch: a name nobody has, in the hub or on the machine
+                taken = set(known.values())
+                candidate = derive_name(iss, sub, claims, taken)
+                while _unix_user_exists(candidate):
+                    taken.add(candidate)
+                    candidate = derive_name(iss, sub, claims, taken)
+                name = candidate
             teaching = is_instructor(claims.get(ROLES))
             lesson = lesson_of(claims)
             if settings.get("create_system_users", True):

@@ -99,6 +99,7 @@ def test_an_assignment_link_opens_its_lesson(tmp_path, monkeypatch):
     auth, _ = authenticator(tmp_path)
     home = tmp_path / "home"
     monkeypatch.setattr(lti.pwd, "getpwnam", lambda name: types.SimpleNamespace(pw_dir=str(home)))
+    monkeypatch.setattr(lti, "_unix_user_exists", lambda name: False)
     _, h = launch(auth, claims("s-1", **{CUSTOM_CLAIM: {"lesson": "01_hello_roofline"}}))
     assert h.lesson_url == "/hub/user-redirect/lab/tree/roofline"          # not fetched: the course folder
     (home / "roofline" / "01_hello_roofline").mkdir(parents=True)
@@ -107,6 +108,19 @@ def test_an_assignment_link_opens_its_lesson(tmp_path, monkeypatch):
     for bad in ("../../etc", "a/b", "", "x" * 200):
         _, h = launch(auth, claims("s-1", **{CUSTOM_CLAIM: {"lesson": bad}}))
         assert h.lesson_url is None
+
+
+def test_a_name_another_lms_user_or_a_unix_user_holds_is_not_given_twice(tmp_path, monkeypatch):
+    auth, record = authenticator(tmp_path)
+    first = lti.derive_name(ISS, "s-2", {"given_name": "Ada"})
+    # someone else got that name first (a collision of the 6 digits, or a machine's own user)
+    lti.append_record(record, {"user": first, "iss": ISS, "sub": "someone-else"})
+    monkeypatch.setattr(lti, "_unix_user_exists", lambda name: name == lti.derive_name(ISS, "s-2", {"given_name": "Ada"}, {first}))
+    ada, _ = launch(auth, claims("s-2", given_name="Ada"))
+    assert ada["name"] not in {first, lti.derive_name(ISS, "s-2", {"given_name": "Ada"}, {first})}
+    assert lti.NAME.fullmatch(ada["name"]) and ada["name"].startswith("ada-")
+    again, _ = launch(auth, claims("s-2", given_name="Ada"))
+    assert again["name"] == ada["name"]
 
 
 @settings(max_examples=200, deadline=None)

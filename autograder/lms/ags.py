@@ -71,6 +71,11 @@ class _Connector(ServiceConnector):
             raise LmsError(f"the LMS refused an access token at {r.url}: {_why(r)}" + (f"; {hint}" if hint else "")) from None
         except requests.RequestException as e:
             raise LmsError(f"the LMS's token endpoint cannot be reached: {e}") from None
+        try:
+            lifetime = float(self._requests_session.last_token.get("expires_in", 3600))
+        except (TypeError, ValueError):
+            lifetime = 3600.0
+        self.expires_at = time.time() + lifetime      # a token fetched again mid-run is kept, too
         return token
 
     def make_service_request(self, *args, **kwargs):
@@ -142,14 +147,10 @@ class Ags:
                            ": enable them in the tool's registration (Canvas: the developer key's LTI Advantage "
                            "services; Moodle: 'IMS LTI Assignment and Grade Services: use this service for grade "
                            "sync and column management')")
-        try:
-            lifetime = float(resp.get("expires_in", 3600))
-        except (TypeError, ValueError):
-            lifetime = 3600.0
-        if lifetime <= 0:
-            raise LmsError(f"the LMS issued an access token that has already expired (expires_in {lifetime:g} s): "
+        if self.connector.expires_at <= time.time():
+            lifetime = resp.get("expires_in")
+            raise LmsError(f"the LMS issued an access token that has already expired (expires_in {lifetime} s): "
                            "check the LMS's token lifetime and both machines' clocks")
-        self.connector.expires_at = time.time() + lifetime
         self.granted = granted
         self.service = AssignmentsGradesService(self.connector, {"scope": sorted(granted), "lineitems": self.lineitems_url})
         return granted
