@@ -40,6 +40,7 @@ SLOW_FILES = {
     "test_deploy.py": "builds virtual environments and the student repository",
     "test_hub.py": "runs a JupyterHub",
     "test_hub_installs.py": "runs two JupyterHubs side by side, one of them 5.5",
+    "test_hub_lti_launch.py": "runs a JupyterHub, launched from a local LTI platform in chromium",
     "test_browser.py": "drives JupyterLab in chromium",
     "test_autograder_attacks.py": "grades a class with ten attackers end to end",
     "test_exchange_owners.py": "makes real users and collects from an exchange",

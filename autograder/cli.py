@@ -295,6 +295,10 @@ def cmd_export(args) -> int:
     from autograder.outputs.export import export
 
     course = _course(args)
+    from autograder.lms import command as lms   # issue 35: grades to the LMS, its own module
+
+    if lms.wanted(args):
+        return lms.run(course, args)
     out = Path(args.out) if args.out else course.root / "grades.csv"
     print(f"grades written to {export(course, out, with_max=not args.no_max)}")
     from autograder.intake.roster import names_missing
@@ -522,6 +526,9 @@ def _add_export(sub, common) -> None:
     e.add_argument("--out", help="default: <root>/grades.csv")
     e.add_argument("--with-max", action="store_true", help="(the default) a last row with the maximum scores")
     e.add_argument("--no-max", action="store_true", help="leave out the last row with the maximum scores")
+    from autograder.lms.command import add_arguments as add_lms_arguments
+
+    add_lms_arguments(e)                       # issue 35: --lms, --lms-csv (autograder.lms)
     e.set_defaults(func=cmd_export)
 
 

@@ -319,10 +319,11 @@ def hub():
 
 @contextmanager
 def running_hub(students: list[str], hub_args: tuple = (), prefix: Path = PREFIX, course_id: str = COURSE_ID,
-                setup_args: tuple = ()):
+                setup_args=()):
     """setup.sh at temporary paths (the shared environment in `prefix`), an instructor and
     `students` (keys of info["users"]) as Unix users, a running hub; everything undone
-    afterwards. `course_id`, `setup_args`: setup.sh's --course-id and further options."""
+    afterwards. `course_id`: setup.sh's --course-id; `setup_args`: further options, or a function
+    `setup_args(base, url)` giving them (test_hub_lti_launch.py: --lti-config)."""
     if WHY_NOT:
         pytest.fail(f"ROOFLINE_REQUIRE_HUB=1, but this test {WHY_NOT}")
     t_start = time.monotonic()
@@ -354,7 +355,7 @@ def running_hub(students: list[str], hub_args: tuple = (), prefix: Path = PREFIX
                "--ledger-user", info["ledger"]["user"], "--ledger-dir", str(info["ledger"]["dir"]),
                "--ledger-url", info["ledger"]["url"], "--key-group", info["key_group"],
                "--hub-api-port", str(hub_port), "--proxy-api-port", str(proxy_port), "--course-id", course_id,
-               *setup_args]
+               *(setup_args(base, info["url"]) if callable(setup_args) else setup_args)]
         info["setup"] = cmd
         t0 = time.monotonic()
         with locked(Path(str(prefix) + ".lock")):

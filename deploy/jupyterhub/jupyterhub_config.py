@@ -249,6 +249,14 @@ if CULL_IDLE:
         "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"],
     })
 
+# ---- LMS login (LTI 1.3, issue 35): setup.sh --lti-config FILE installs lti.json ---------------
+# Users then come from Canvas or Moodle; the logic is course_hub.lti's (deploy/lti.md).
+_lti = os.path.join(HERE, "lti.json")
+if os.path.exists(_lti):
+    from course_hub import lti
+
+    lti.configure(c, _lti, site)
+
 # ---- local changes --------------------------------------------------------------------------------
 _local = os.path.join(HERE, "jupyterhub_config.local.py")
 if os.path.exists(_local):

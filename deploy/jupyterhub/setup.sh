@@ -78,6 +78,7 @@ INSTRUCTORS=()
 STUDENTS=()
 ACTION=install
 CONFIG_DIR=""
+LTI_CONFIG=""                           # issue 35: --lti-config FILE, installed as CONFIG_DIR/lti.json (kept by later runs)
 # nbgrader's instructor side: off for everyone, on for instructors; autograder.outputs.formgrader_csp serves
 # the Formgrader's pages with a policy that runs only the Formgrader's own scripts, and
 # autograder.outputs.formgrader_guard takes out its buttons that bypass `python -m autograder`
@@ -144,6 +145,8 @@ Every option is remembered in CONFIG_DIR/setup.conf: a later run needs only what
                                                                       jupyterhub-ID)
   --show-config            print the options this install would run with, change nothing
   --uninstall              stop the hub, remove what setup.sh installed (it says what it leaves)
+  --lti-config FILE        students and instructors log in from the LMS (LTI 1.3): FILE becomes
+                           CONFIG_DIR/lti.json, kept by later runs (deploy/lti.md)
 EOF2
 }
 
@@ -220,6 +223,7 @@ while [[ $# -gt 0 ]]; do
         --unit) need "$@"; GIVEN[UNIT]="$2"; shift 2 ;;
         --show-config) ACTION=show; shift ;;
         --uninstall) ACTION=uninstall; shift ;;
+        --lti-config) need "$@"; LTI_CONFIG="$2"; shift 2 ;;   # LTI 1.3 login (course_hub.lti, deploy/lti.md)
         -h|--help) usage; exit 0 ;;
         *) usage >&2; die "unknown option $1" ;;
     esac
@@ -377,7 +381,7 @@ uninstall() {
     say "removed the hub's database and cookie secret from $STATE_DIR"
     local keep=()
     [[ -f "$CONFIG_DIR/jupyterhub_config.local.py" ]] && keep+=("$CONFIG_DIR/jupyterhub_config.local.py (yours)")
-    rm -f "$CONFIG_DIR/jupyterhub_config.py" "$CONFIG_DIR/roofline_site.json" "$CONFIG_DIR/roofline_variant_secret" "$SETUP_CONF"
+    rm -f "$CONFIG_DIR/jupyterhub_config.py" "$CONFIG_DIR/roofline_site.json" "$CONFIG_DIR/roofline_variant_secret" "$CONFIG_DIR/lti.json" "$SETUP_CONF"
     rmdir "$CONFIG_DIR" 2>/dev/null || true
     say "removed the hub's configuration in $CONFIG_DIR"
     say "left in place (remove them yourself once no longer needed): the users and their homes (the" \
@@ -442,6 +446,7 @@ fi
 # extension in course_lib/labextension/ among them) and this list.
 REQUIREMENTS=("$JUPYTERHUB_REQUIREMENT" "jupyterhub-idle-culler>=1.2" "$SRC[course]")
 [[ "$SPAWNER" == systemd ]] && REQUIREMENTS+=("jupyterhub-systemdspawner>=1")
+REQUIREMENTS+=("pylti1p3>=2,<3" "jupyterhub-ltiauthenticator>=1.6.3,<2")   # pyproject's `lms` extra (issue 35)
 stamp="$(cd "$SRC" && { printf '%s\n' "${REQUIREMENTS[@]}";
                           find pyproject.toml course_lib autograder course_hub -type f \
                                \( -name '*.py' -o -name '*.toml' -o -name '*.md' -o -name '*.json' -o -name '*.js' \) \
@@ -644,6 +649,13 @@ if [[ "$LEDGER" == yes ]]; then
     chmod 2750 "$LEDGER_DIR"
 fi
 install -m 0644 "$KIT/jupyterhub_config.py" "$CONFIG_DIR/jupyterhub_config.py"
+# ---- LMS login (issue 35): --lti-config FILE becomes CONFIG_DIR/lti.json (root only); the hub then
+# logs users in through the LMS (course_hub.lti; jupyterhub_config.py). Without it nothing changes.
+if [[ -n "$LTI_CONFIG" ]]; then
+    "$ENV/bin/python" -c 'import sys; from course_hub.lti import load_settings; load_settings(sys.argv[1])' \
+        "$LTI_CONFIG" || die "--lti-config $LTI_CONFIG: not usable (see deploy/lti.md)"
+    install -m 0600 "$LTI_CONFIG" "$CONFIG_DIR/lti.json"
+fi
 "$ENV/bin/python" - "$CONFIG_DIR/roofline_site.json" <<EOF
 import json, sys
 site = {

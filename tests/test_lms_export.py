@@ -1,0 +1,267 @@
+"""`python -m autograder export --lms` against a local LTI 1.3 platform (tests/lti_platform.py, on
+127.0.0.1): the scores the gradebook holds reach the LMS line item once, a second run changes
+nothing, and a wrong key, an expired token or a missing scope stops it before anything is posted.
+Also the LMS's gradebook import CSV (Canvas, Moodle) and the hub's launch record format (issue 35).
+
+The gradebook is a small synthetic one built with nbgrader's API (random scores, a late penalty,
+a flag, an ungraded written answer, a failure, a missing submission); the expected scores are
+read back from it with nbgrader's API, not written down here.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import random
+import shutil
+
+import pytest
+
+from autograder.cli import main
+from autograder.course import Course
+from autograder.grading.status import status_path, write_json
+from course_hub import lti as hub_lti
+from lti_platform import AGS, AGS_CLAIM, CUSTOM_CLAIM, DEPLOYMENT_CLAIM, LEARNER, Platform, new_key, pem
+
+pytestmark = pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")
+
+A = "01_hello_roofline"
+#: student -> (LMS sub, what the gradebook holds for them)
+CLASS = {
+    "ann": ("sub-ann", "graded"),
+    "bob": ("sub-bob", "late"),
+    "cat": ("sub-cat", "flagged"),
+    "dan": ("sub-dan", "manual"),
+    "eve": ("sub-eve", "missing"),
+    "fay": ("sub-fay", "failed"),
+    "gus": (None, "graded"),          # never launched from the LMS
+    "hal": ("sub-hal", "graded"),
+}
+CELLS = {"q1": 3.0, "q2": 2.0, "q3": 5.0}
+
+
+def build_gradebook(course: Course, seed: int) -> None:
+    from nbgrader.api import Gradebook
+
+    rng = random.Random(seed)
+    course.root.mkdir(parents=True, exist_ok=True)
+    with Gradebook(course.db_url) as gb:
+        gb.add_assignment(A)
+        gb.add_notebook("hello_roofline", A)
+        for cell, top in CELLS.items():
+            gb.add_grade_cell(cell, "hello_roofline", A, max_score=top, cell_type="code")
+        gb.add_grade_cell("q4_explain", "hello_roofline", A, max_score=1.0, cell_type="markdown")
+        for sid, (_, kind) in CLASS.items():
+            gb.add_student(sid, first_name=sid.title(), last_name="Tester", email=f"{sid}@uni.example")
+            if kind == "missing":
+                continue
+            gb.add_submission(A, sid)
+            for cell, top in CELLS.items():
+                g = gb.find_grade(cell, "hello_roofline", A, sid)
+                g.auto_score, g.needs_manual_grade = rng.choice([0.0, 1.0, top / 2, top]), False
+            explain = gb.find_grade("q4_explain", "hello_roofline", A, sid)
+            explain.auto_score, explain.needs_manual_grade = None, kind == "manual"
+            if kind != "manual":
+                explain.manual_score = rng.choice([0.0, 1.0])
+            nb = gb.find_submission_notebook("hello_roofline", A, sid)
+            nb.late_submission_penalty = 1.0 if kind == "late" else None
+            nb.flagged = kind == "flagged"
+        gb.db.commit()
+    write_json(status_path(course, A, "fay"), {"status": "failed", "cause": "kernel died"})
+
+
+def gradebook_scores(course: Course, late: bool = True) -> dict[str, float]:
+    """What should be posted, read from the gradebook: the score minus the late penalty for each
+    graded, unflagged, fully graded submission (the rule of autograder.lms.rules)."""
+    from nbgrader.api import Gradebook
+
+    out = {}
+    with Gradebook(course.db_url) as gb:
+        for sub in gb.find_assignment(A).submissions:
+            if sub.student.id == "fay" or sub.needs_manual_grade or any(nb.flagged for nb in sub.notebooks):
+                continue
+            penalty = sum(nb.late_submission_penalty or 0 for nb in sub.notebooks) if late else 0
+            out[sub.student.id] = max(0.0, sub.score - penalty)
+    return out
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """What every test starts from, made once (keys and a gradebook take seconds on a busy
+    machine): the platform's and the tool's keys, a graded class."""
+    base = tmp_path_factory.mktemp("lms")
+    course = Course(root=base / "course", source=base / "src", release=base / "rel")
+    build_gradebook(course, seed=random.randrange(1 << 30))
+    return {"platform_key": new_key(), "tool_key": new_key(), "course": course.root}
+
+
+@pytest.fixture
+def lms(tmp_path, made):
+    platform = Platform(key=made["platform_key"]).start()
+    for sid, (sub, _) in CLASS.items():
+        if sub:
+            platform.add_person(sub, sid.title(), f"{sid}@uni.example", [LEARNER])
+    key = made["tool_key"]
+    (tmp_path / "tool-key.pem").write_bytes(pem(key))
+    from autograder.lms.ags import tool_jwks
+
+    jwk = tool_jwks((tmp_path / "tool-key.pem").read_text())["keys"][0]
+    platform.register_tool(key.public_key(), jwk["kid"])
+    (tmp_path / "src").mkdir()
+    (tmp_path / "rel").mkdir()
+    shutil.copytree(made["course"], tmp_path / "course")
+    course = Course(root=tmp_path / "course", source=tmp_path / "src", release=tmp_path / "rel")
+    record = tmp_path / "launches.jsonl"
+    for sid, (sub, _) in CLASS.items():
+        if sub:       # each student launched once from the LMS: the hub recorded it
+            claims = {"iss": platform.issuer, "sub": sub, "name": sid.title(), "email": f"{sid}@uni.example",
+                      DEPLOYMENT_CLAIM: platform.deployment_id, CUSTOM_CLAIM: {"lms_user_id": f"9{len(sid)}{sid}"},
+                      AGS_CLAIM: {"scope": [AGS + "score"], "lineitems": platform.lineitems_url}}
+            hub_lti.append_record(record, hub_lti.launch_record(sid, claims, False, None))
+    config = {"client_id": platform.client_id, "token_url": platform.token_url, "private_key_file": "tool-key.pem",
+              "roster_file": "launches.jsonl", "issuer": platform.issuer, "deployment_id": platform.deployment_id}
+    (tmp_path / "lms.json").write_text(json.dumps(config))
+    yield platform, course, tmp_path
+    platform.stop()
+
+
+def export(course: Course, tmp_path, *extra) -> int:
+    return main(["export", "--root", str(course.root), "--source", str(course.source), "--release-dir",
+                 str(course.release), "--lms-config", str(tmp_path / "lms.json"), *extra])
+
+
+def posted(platform: Platform) -> dict[str, float]:
+    """sub -> the score the LMS holds, on the assignment's own scale."""
+    return {u: s["scoreGiven"] for u, s in platform.scores_of(A).items()}
+
+
+def test_export_posts_exactly_the_gradebook_scores_and_a_second_run_changes_nothing(lms, capsys):
+    platform, course, tmp_path = lms
+    assert export(course, tmp_path, "--lms") == 0
+    out = capsys.readouterr().out
+    expected = gradebook_scores(course)
+    assert set(expected) == {"ann", "bob", "gus", "hal"}        # the synthetic class is what it says
+    subs = {sid: sub for sid, (sub, _) in CLASS.items() if sub}
+    assert posted(platform) == pytest.approx({subs[s]: v for s, v in expected.items() if s in subs})
+    assert len(platform.lineitems) == 1
+    item = next(iter(platform.lineitems.values()))
+    assert (item["resourceId"], item["scoreMaximum"]) == (A, sum(CELLS.values()) + 1)
+    assert all(s["scoreMaximum"] == item["scoreMaximum"] and s["gradingProgress"] == "FullyGraded"
+               for _, s in platform.posts)
+    # the report says, per student, what was posted and why the others were not
+    for sid in expected:
+        verb = "posted" if sid != "gus" else "not posted: no LMS identity"
+        assert f"{A} {sid}: {verb}" in out, out
+    for sid, why in (("cat", "flagged"), ("dan", "written answers not graded"), ("eve", "no submission"),
+                     ("fay", "grading failed (kernel died)")):
+        assert f"{A} {sid}: not posted: {why}" in out
+    assert "minus the late penalty" in out
+    bob = platform.scores_of(A)["sub-bob"]
+    assert "late penalty 1 applied" in bob["comment"]
+
+    n_posts, before = len(platform.posts), platform.scores_of(A)
+    assert export(course, tmp_path, "--lms") == 0
+    again = capsys.readouterr().out
+    assert len(platform.posts) == n_posts and len(platform.lineitems) == 1
+    assert platform.scores_of(A) == before
+    assert f"{len(platform.posts)} unchanged" in again and "0 posted; 0 updated" in again
+
+
+def test_a_changed_score_updates_the_same_line_item(lms, capsys):
+    from nbgrader.api import Gradebook
+
+    platform, course, tmp_path = lms
+    assert export(course, tmp_path, "--lms") == 0
+    with Gradebook(course.db_url) as gb:
+        g = gb.find_grade("q3", "hello_roofline", A, "ann")
+        g.manual_score = 0.0 if (g.auto_score or 0) > 0 else 5.0
+        gb.db.commit()
+    n_posts = len(platform.posts)
+    assert export(course, tmp_path, "--lms") == 0
+    out = capsys.readouterr().out
+    assert len(platform.posts) == n_posts + 1 and len(platform.lineitems) == 1
+    assert platform.posts[-1][1]["userId"] == "sub-ann"
+    assert posted(platform)["sub-ann"] == pytest.approx(gradebook_scores(course)["ann"])
+    assert f"{A} ann: updated" in out
+
+
+def test_the_instructor_chooses_the_late_penalty_and_the_flagged_rule(lms, capsys):
+    platform, course, tmp_path = lms
+    assert export(course, tmp_path, "--lms", "--late", "ignore", "--flagged", "comment") == 0
+    capsys.readouterr()
+    no_late = gradebook_scores(course, late=False)
+    assert posted(platform)["sub-bob"] == pytest.approx(no_late["bob"])
+    cat = platform.scores_of(A)["sub-cat"]            # flagged: posted, the comment says so
+    assert "flagged" in cat["comment"]
+
+
+def test_without_the_results_scope_a_rerun_posts_the_same_scores_again_and_never_duplicates(lms, capsys):
+    platform, course, tmp_path = lms
+    platform.granted_scopes.discard(AGS + "result.readonly")
+    assert export(course, tmp_path, "--lms") == 0
+    first = platform.scores_of(A)
+    assert export(course, tmp_path, "--lms") == 0
+    assert f"{len(first)} posted; 0 updated; 0 unchanged" in capsys.readouterr().out.splitlines()[-1]
+    assert len(platform.lineitems) == 1 and len(platform.posts) == 2 * len(first)
+    assert {u: s["scoreGiven"] for u, s in platform.scores_of(A).items()} == {u: s["scoreGiven"] for u, s in first.items()}
+
+
+@pytest.mark.parametrize("fault, message", [
+    ("wrong key", "did not accept the tool's key"),
+    ("expired token", "already expired"),
+    ("missing scope", "did not grant the scope(s) " + AGS + "score"),
+])
+def test_a_refusal_posts_nothing_and_says_why(lms, capsys, fault, message):
+    platform, course, tmp_path = lms
+    if fault == "wrong key":
+        (tmp_path / "tool-key.pem").write_bytes(pem(new_key()))
+    elif fault == "expired token":
+        platform.token_lifetime = 0
+    else:
+        platform.granted_scopes.discard(AGS + "score")
+    assert export(course, tmp_path, "--lms") == 2
+    err = capsys.readouterr().err
+    assert "nothing posted" in err and message in err, err
+    assert platform.posts == [] and platform.lineitems == {}
+    assert not [r for r in platform.requests if r[0] == "POST" and r[1] != "/token"]
+
+
+def test_without_a_configuration_it_says_what_is_missing(lms, capsys):
+    platform, course, tmp_path = lms
+    (tmp_path / "lms.json").write_text(json.dumps({"client_id": "x"}))
+    assert export(course, tmp_path, "--lms") == 2
+    assert "missing token_url, private_key_file" in capsys.readouterr().err
+    (tmp_path / "lms.json").unlink()
+    assert export(course, tmp_path, "--lms") == 2
+    assert "no LMS configuration" in capsys.readouterr().err
+    assert platform.requests == []
+
+
+def test_the_lms_import_csv_holds_the_same_scores(lms, capsys):
+    platform, course, tmp_path = lms
+    expected = gradebook_scores(course)
+    assert export(course, tmp_path, "--lms-csv", "canvas", "--out", str(tmp_path / "canvas.csv")) == 0
+    rows = list(csv.reader((tmp_path / "canvas.csv").open()))
+    assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", A]
+    assert rows[1][0] == "Points Possible" and float(rows[1][5]) == sum(CELLS.values()) + 1
+    by_name = {r[0]: r for r in rows[2:]}
+    for sid, (sub, _) in CLASS.items():
+        row = by_name[f"Tester, {sid.title()}"]
+        assert row[1] == (f"9{len(sid)}{sid}" if sub else "")
+        assert (float(row[5]) if row[5] else None) == (pytest.approx(expected[sid]) if sid in expected else None)
+    assert export(course, tmp_path, "--lms-csv", "moodle", "--out", str(tmp_path / "moodle.csv")) == 0
+    rows = list(csv.DictReader((tmp_path / "moodle.csv").open()))
+    got = {r["Email address"]: r[A] for r in rows}
+    assert got == {f"{s}@uni.example": (f"{expected[s]:g}" if s in expected else "") for s in CLASS}
+    assert platform.requests == []      # the CSV needs no LMS
+
+
+def test_keygen_writes_a_private_key_and_its_public_key_set(tmp_path, capsys):
+    from autograder.lms.__main__ import main as lms_main
+
+    assert lms_main(["keygen", str(tmp_path / "keys")]) == 0
+    key = tmp_path / "keys" / "lti-tool-key.pem"
+    assert oct(key.stat().st_mode & 0o777) == "0o600"
+    jwks = json.loads((tmp_path / "keys" / "lti-tool-jwks.json").read_text())
+    assert [k["kty"] for k in jwks["keys"]] == ["RSA"] and "d" not in jwks["keys"][0]
+    with pytest.raises(SystemExit, match="exists"):
+        lms_main(["keygen", str(tmp_path / "keys")])
