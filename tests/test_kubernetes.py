@@ -522,6 +522,16 @@ def test_the_images_jupyter_settings_use_the_course_service_as_exchange(tmp_path
     assert all(on["ServerApp"]["jpserver_extensions"].values())
     loaded = (tmp_path / "instructor/nbgrader_config.py").read_text()
     assert 'load_subconfig("/home/jovyan/roofline-course/nbgrader_config.py")' in loaded
+    # the instructors' tools are the one-machine kit's, guard included (setup.sh's arrays)
+    kit = (REPO / "deploy" / "jupyterhub" / "setup.sh").read_text()
+
+    def bash_array(name: str) -> set[str]:
+        return set(re.search(rf"^{name}=\(([^)]*)\)", kit, re.M).group(1).split())
+
+    assert set(on["ServerApp"]["jpserver_extensions"]) == bash_array("INSTRUCTOR_SERVER_EXTENSIONS")
+    assert "autograder.outputs.formgrader_guard" in on["ServerApp"]["jpserver_extensions"]
+    lab = json.loads((tmp_path / "instructor/labconfig/page_config.json").read_text())
+    assert set(lab["disabledExtensions"]) == bash_array("INSTRUCTOR_LAB_PLUGINS")
 
 
 # ---- what the schema does not see: hub.config's traits, every overlay's pods ----------------------------

@@ -20,8 +20,10 @@ import argparse
 import json
 from pathlib import Path
 
+# the same as setup.sh's INSTRUCTOR_SERVER_EXTENSIONS and INSTRUCTOR_LAB_PLUGINS (tests/test_kubernetes.py
+# compares them): formgrader_guard takes out the Formgrader's buttons that bypass `python -m autograder`
 INSTRUCTOR_SERVER_EXTENSIONS = ("nbgrader.server_extensions.formgrader", "nbgrader.server_extensions.course_list",
-                                "autograder.outputs.formgrader_csp")
+                                "autograder.outputs.formgrader_csp", "autograder.outputs.formgrader_guard")
 INSTRUCTOR_LAB_PLUGINS = ("@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment",
                           "@jupyter/nbgrader:course-list")
 FRAME_SELF = {"ServerApp": {"tornado_settings": {"headers": {"Content-Security-Policy": "frame-ancestors 'self'"}}}}
