@@ -166,3 +166,9 @@ def test_n_shards_merge_to_exactly_the_unsharded_grades(whole, n):
     assert f"0 graded and 0 failed" in again.stdout and f"{len(ROSTER)} already" in again.stdout
     regrade = run_cli("grade", A, "--root", root, *LIMITS)
     assert f"graded 0, up to date {len(ROSTER)}, failed 0" in regrade.stdout, regrade.stdout
+    if n == 1:
+        # a student regraded unsharded since: the older shard result does not replace it
+        run_cli("grade", A, "--root", root, "--student", "wrong_01", "--force", *LIMITS)
+        newer = json.loads((root / "autograded" / ".autograder" / A / "wrong_01.json").read_text())["graded_at"]
+        assert "merged 0 graded" in run_cli("merge", A, "--root", root).stdout
+        assert json.loads((root / "autograded" / ".autograder" / A / "wrong_01.json").read_text())["graded_at"] == newer

@@ -14,8 +14,8 @@ same as unsharded. `merge` then does for every shard's submissions what the work
 each of its results (autograder.grading.grade._finish): scores merged into the course gradebook one
 student per transaction (manual scores kept), the autograded notebooks moved into place, the
 status file, the log and nbgrader's flag. A student graded by several shard runs (another N,
-a rerun) is merged from the latest; one whose latest shard result the course already holds is
-left alone, so `merge` can run as often as wanted.
+a rerun) is merged from the latest; where the course already holds that result, or a newer one
+of its own (an unsharded regrade since), it is left alone: `merge` can run as often as wanted.
 """
 from __future__ import annotations
 
@@ -152,7 +152,7 @@ class MergeSummary:
     shards: list = field(default_factory=list)      # "i/N" of the shard folders read
     graded: list = field(default_factory=list)      # merged as graded
     failed: dict = field(default_factory=dict)      # merged as failed: student -> cause
-    current: list = field(default_factory=list)     # the course held these shard results already
+    current: list = field(default_factory=list)     # the course held these results, or newer ones, already
     flags: dict = field(default_factory=dict)       # student -> [why flagged]
 
 
@@ -176,9 +176,8 @@ def merge_shards(course: Course, assignment: str) -> MergeSummary:
     if latest:
         _ensure_in_gradebook(course, assignment)
     for student, (st, sc) in sorted(latest.items()):
-        mine = grading_status(course, assignment, student)
-        if _when(mine) >= _when(st) and mine.get("fingerprint") == st.get("fingerprint") \
-                and mine.get("status") == st.get("status"):
+        if _when(grading_status(course, assignment, student)) >= _when(st):
+            # the course holds this result already, or a newer one of its own (an unsharded regrade)
             summary.current.append(student)
             continue
         _merge_one(course, sc, assignment, student, st, summary)
