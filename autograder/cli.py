@@ -375,9 +375,11 @@ def cmd_merge(args) -> int:
             print(f"  FLAGGED: {student}: {line}")
     for student, why in sorted(m.failed.items()):
         print(f"  FAILED: {student}: {why}")
+    for student, shard in sorted(m.missing.items()):
+        print(f"  NOT GRADED: {student}: no shard graded this submission (run its shard again: --shard {shard})")
     if args.out:
         print(f"grades written to {write_grades_csv(course, Path(args.out), args.assignment)}")
-    return 1 if m.failed else 0
+    return 1 if m.failed or m.missing else 0
 
 
 def _add_limits(g) -> None:

@@ -166,6 +166,20 @@ def test_n_shards_merge_to_exactly_the_unsharded_grades(whole, n):
     assert f"0 graded and 0 failed" in again.stdout and f"{len(ROSTER)} already" in again.stdout
     regrade = run_cli("grade", A, "--root", root, *LIMITS)
     assert f"graded 0, up to date {len(ROSTER)}, failed 0" in regrade.stdout, regrade.stdout
+    if n == 2:
+        # a submission collected after the shards ran: merge names it and its shard; that shard
+        # grades it alone (the others are up to date), and merge takes it
+        make_class(A, base / "late", release_dir=REPO / "notebooks", roster=[("late_01", "correct")],
+                   answers_dir=ANSWERS)
+        run_cli("collect", A, base / "late", "--root", root)
+        shard = f"{shard_of('late_01', 2)}/2"
+        m = run_cli("merge", A, "--root", root, check=False)
+        assert m.returncode == 1 and f"NOT GRADED: late_01: no shard graded this submission (run its shard again: " \
+                                     f"--shard {shard})" in m.stdout, m.stdout
+        g = run_cli("grade", A, "--root", root, "--shard", shard, *LIMITS)
+        assert "graded 1, up to date" in g.stdout, g.stdout
+        m = run_cli("merge", A, "--root", root)
+        assert "merged 1 graded and 0 failed" in m.stdout and "NOT GRADED" not in m.stdout, m.stdout
     if n == 1:
         # a student regraded unsharded since: the older shard result does not replace it
         run_cli("grade", A, "--root", root, "--student", "wrong_01", "--force", *LIMITS)

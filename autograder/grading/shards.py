@@ -16,6 +16,8 @@ student per transaction (manual scores kept), the autograded notebooks moved int
 status file, the log and nbgrader's flag. A student graded by several shard runs (another N,
 a rerun) is merged from the latest; where the course already holds that result, or a newer one
 of its own (an unsharded regrade since), it is left alone: `merge` can run as often as wanted.
+A student who handed in and whom no shard graded (a shard that never ran, a submission collected
+after its shard did) is listed with the shard to run again.
 """
 from __future__ import annotations
 
@@ -154,6 +156,7 @@ class MergeSummary:
     failed: dict = field(default_factory=dict)      # merged as failed: student -> cause
     current: list = field(default_factory=list)     # the course held these results, or newer ones, already
     flags: dict = field(default_factory=dict)       # student -> [why flagged]
+    missing: dict = field(default_factory=dict)     # handed in, graded by no shard: student -> "i/N" of its shard(s)
 
 
 def _when(st: dict) -> str:
@@ -173,6 +176,11 @@ def merge_shards(course: Course, assignment: str) -> MergeSummary:
             st = grading_status(sc, assignment, p.stem)
             if st.get("status") in ("graded", "failed") and _when(st) > _when(latest.get(p.stem, ({}, None))[0]):
                 latest[p.stem] = (st, sc)
+    counts = sorted({int(x.split("/")[1]) for x in summary.shards})
+    for student in course.students(assignment):
+        if student not in latest and not grading_status(course, assignment, student):
+            # a shard that did not run (a pod that failed), or a submission collected after it ran
+            summary.missing[student] = ", ".join(f"{shard_of(student, n)}/{n}" for n in counts)
     if latest:
         _ensure_in_gradebook(course, assignment)
     for student, (st, sc) in sorted(latest.items()):
