@@ -65,6 +65,10 @@ def serial_config(root: Path, timeout: int) -> str:
         f"c.Exchange.root = {str(root / 'exchange')!r}\n"
         # as in nbgrader_config.py: a deleted test cell is put back and graded
         "c.OverwriteCells.add_missing_cells = True\n"
+        # as in nbgrader_config.py: generate_assignment writes a declared question's check cells
+        # (without it plain nbgrader refuses the sources: solution regions outside solution cells)
+        "from autograder.authoring.cells import configure as configure_question_cells\n"
+        "configure_question_cells(c)\n"
     )
 
 
