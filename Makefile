@@ -64,11 +64,11 @@ clean:
 
 # ---- grading (python -m autograder; see autograder/) ----------------------------------------
 # make grade A=02_memory_wall [SUBMISSIONS=path/or.zip]   autograde, in parallel and sandboxed
-# make feedback A=...   make report A=...   make export   make bench-grade [A=...]
+# make feedback A=...   make report A=...   make export   make bench-grade [A=...]   make bench-class [A=...]
 A ?=
 SUBMISSIONS ?=
 
-.PHONY: grade feedback report export bench-grade
+.PHONY: grade feedback report export bench-grade bench-class
 
 grade: $(STAMP)
 	$(BIN)/python -m autograder grade $(A) $(if $(SUBMISSIONS),--submissions $(SUBMISSIONS)) --out reports/$(A)/grades.csv
@@ -84,3 +84,6 @@ export: $(STAMP)
 
 bench-grade: $(STAMP)
 	$(BIN)/python benchmarks/grade_bench.py $(A)
+
+bench-class: $(STAMP)
+	$(BIN)/python benchmarks/class_bench.py $(A)

@@ -49,6 +49,7 @@ SLOW_FILES = {
     "test_variants_class.py": "grades a class with per-student variants end to end",
     "test_term_grading.py": "grades the tiny course's term (due date, extension, regrade) end to end",
     "test_add_question.py": "adds a question to a copy of the course, releases it and grades it with nbgrader",
+    "test_isolation.py": "grades two hostile submissions back to back in one worker",
     "test_answer_key.py": "writes two students' copies of course_lib (solving every variant) and runs kernels on them",
 }
 #: single tests of otherwise fast files: file -> test function names, cases or doctests
@@ -56,6 +57,8 @@ SLOW_TESTS = {
     # loads the course's nbgrader_config.py, which imports nbgrader and the autograder's exporters
     "test_hub_kit_options.py": {"test_the_course_id_comes_from_the_course_folder"},
     "test_notebooks.py": {"test_notebook_executes_cleanly"},
+    # grades a synthetic class unsharded and in 1, 2 and 3 shards
+    "test_shards.py": {"test_n_shards_merge_to_exactly_the_unsharded_grades"},
     "test_measure.py": {
         # three full measurements of this machine, back to back (a stability check)
         "test_the_graded_classifications_hold_and_are_stable_over_three_runs",

@@ -193,12 +193,23 @@ def cmd_grade(args) -> int:
 
     course = _course(args)
     _assignment_names(course, [args.assignment], False)
+    students = args.student or None
+    if args.shard:
+        from autograder.grading.shards import ShardRefused, for_shard
+
+        try:
+            course, students = for_shard(course, args.assignment, args.shard, students, args.submissions)
+        except ShardRefused as e:
+            print(e, file=sys.stderr)
+            return 2
+        print(f"shard {args.shard}: {len(students)} student(s), graded into {course.root} (merge: "
+              f"python -m autograder merge {args.assignment})")
     if args.submissions:
         from autograder.intake.collect import collect
 
         print(collect(course, args.assignment, Path(args.submissions)).format())
     try:
-        s = grade(course, args.assignment, students=args.student or None, jobs=args.jobs, limits=_limits(args),
+        s = grade(course, args.assignment, students=students, jobs=args.jobs, limits=_limits(args),
                   force=args.force, sandbox=False if args.no_sandbox else None, progress=not args.quiet,
                   no_record=args.no_record, ledger=args.ledger, question=args.question, why=args.reason)
     except GradingRefused as e:
@@ -443,6 +454,9 @@ def _add_grade(sub, common) -> None:
                    help="regrade only this question (e.g. wall_q2) or grade cell: the notebook runs again, only "
                         "its cells' scores change (implies --force for the students graded)")
     g.add_argument("--reason", help="why you regrade: kept in the regrade log (regrades.jsonl) the report shows")
+    g.add_argument("--shard", metavar="i/N",
+                   help="grade only shard i (0 to N-1) of N: a fixed 1/N of the class, into its own gradebook "
+                        "(<root>/shards/<assignment>/<i>-of-<N>/); `merge` combines the shards")
     g.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     g.set_defaults(func=cmd_grade)
 
@@ -466,6 +480,38 @@ def _add_late_policy(sub, common) -> None:
     lp.add_argument("--grace-minutes", type=float, default=0.0, help="minutes after the deadline that cost nothing")
     lp.add_argument("--none", action="store_true", help="no late penalty")
     lp.set_defaults(func=cmd_late_policy)
+
+
+def _add_merge(sub, common) -> None:
+    m = sub.add_parser("merge", parents=[common],
+                       help="merge the shards of `grade --shard i/N` into the course gradebook")
+    m.add_argument("assignment")
+    m.add_argument("--out", help="write this assignment's grades CSV here")
+    m.set_defaults(func=cmd_merge)
+
+
+def cmd_merge(args) -> int:
+    from autograder.grading.shards import merge_shards
+    from autograder.outputs.gradesheet import write_grades_csv
+
+    course = _course(args)
+    _assignment_names(course, [args.assignment], False)
+    m = merge_shards(course, args.assignment)
+    if not m.shards:
+        print(f"{args.assignment}: no shards to merge (grade --shard i/N writes them)", file=sys.stderr)
+        return 2
+    print(f"{args.assignment}: merged {len(m.graded)} graded and {len(m.failed)} failed from shard(s) "
+          f"{', '.join(m.shards)}; {len(m.current)} already in the gradebook")
+    for student, why in sorted(m.flags.items()):
+        for line in why:
+            print(f"  FLAGGED: {student}: {line}")
+    for student, why in sorted(m.failed.items()):
+        print(f"  FAILED: {student}: {why}")
+    for student, shard in sorted(m.missing.items()):
+        print(f"  NOT GRADED: {student}: no shard graded this submission (run its shard again: --shard {shard})")
+    if args.out:
+        print(f"grades written to {write_grades_csv(course, Path(args.out), args.assignment)}")
+    return 1 if m.failed or m.missing else 0
 
 
 def _add_limits(g) -> None:
@@ -568,7 +614,7 @@ def _add_variants(sub, common) -> None:
 
 
 #: the subcommands, in the order --help lists them
-SUBCOMMANDS = (_add_release, _add_collect, _add_grade, _add_feedback, _add_release_feedback, _add_publish,
+SUBCOMMANDS = (_add_release, _add_collect, _add_grade, _add_merge, _add_feedback, _add_release_feedback, _add_publish,
                _add_manual, _add_export, _add_lint, _add_report, _add_variants, _add_extend, _add_late_policy,
                _add_students)
 

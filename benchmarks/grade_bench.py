@@ -21,7 +21,8 @@ waits out its 120 s cell timeout; ours interrupts at the limit derived from the 
 time for that cell (max(10 s, 20x)). Targets on 2 cores: ours >= 1.8x the baseline and <= 1.3x
 the floor, >= 3x the baseline with the hung submission; the same score in every test cell.
 
-The machine may be shared: compare the ratios within one run, not figures across runs.
+The machine may be shared: compare the ratios within one run, not figures across runs (the
+load average before and after is printed with them).
 Left out of the class: the hostile student (unsandboxed, under plain nbgrader, it would read the
 solutions and rewrite the gradebook -- the tests cover it) and the SIGINT-proof loop (plain
 nbgrader abandons that whole submission).
@@ -64,6 +65,10 @@ def serial_config(root: Path, timeout: int) -> str:
         f"c.Exchange.root = {str(root / 'exchange')!r}\n"
         # as in nbgrader_config.py: a deleted test cell is put back and graded
         "c.OverwriteCells.add_missing_cells = True\n"
+        # as in nbgrader_config.py: generate_assignment writes a declared question's check cells
+        # (without it plain nbgrader refuses the sources: solution regions outside solution cells)
+        "from autograder.authoring.cells import configure as configure_question_cells\n"
+        "configure_question_cells(c)\n"
     )
 
 
@@ -150,6 +155,7 @@ def main(argv=None) -> int:
               f"{args.memory} MB per kernel; cell time limit: "
               + (f"{args.timeout} s both sides" if args.timeout else f"nbgrader {COURSE_TIMEOUT} s (the course's), "
                                                                     "ours derived from the solution"))
+        print("  machine before: load average %.2f, %.2f, %.2f (uptime)" % os.getloadavg())
         r = run_class(a, work, work / "class", students, args, env, "plain")
 
         floor_cmd = r["limit"] + [sys.executable, "-c", FLOOR, str(r["serial_dir"] / "autograded"),
@@ -185,6 +191,7 @@ def main(argv=None) -> int:
             for s, d in sorted(h["diffs"].items()):
                 print(f"    {s}: " + json.dumps({c: {"ours": x, "nbgrader": y} for c, (x, y) in sorted(d.items())}))
             ok &= same_h
+        print("  machine after: load average %.2f, %.2f, %.2f (uptime)" % os.getloadavg())
         return 0 if ok else 1
     finally:
         if args.keep:

@@ -54,3 +54,25 @@ def test_one_strip_warnings_for_the_kernel_and_the_verifier():
     assert strip_warnings is verifier_program.strip_warnings
     text = "x.py:3: DeprecationWarning: old\n  warnings.warn('old')\nreal error\n"
     assert strip_warnings(text) == "real error\n"
+
+
+def test_nothing_one_submissions_tests_write_reaches_the_next_ones(tmp_path):
+    """Two submissions through one program (as a worker's verifier serves every submission it
+    grades): the first's tests write a file in their working folder and commit a prediction
+    (course_lib keeps the record in a file there, which its checks read back to say "answered
+    before"); the second's see neither. Within one submission, a later test does see an earlier one's."""
+    first = job("plant", "import course_lib.exercises.predictions as p\nopen('leak.txt', 'w').write('x')\n"
+                         "p.commit('q1', {'q1_x': 1})\nassert p.committed_before('q1') is not None")
+    seen = job("seen", "import os, course_lib.exercises.predictions as p\n"
+                       "assert os.path.exists('leak.txt') and p.committed_before('q1') is not None")
+    probe = job("probe", "import os, course_lib.exercises.predictions as p\n"
+                         "assert not os.path.exists('leak.txt'), 'a file of the last submission'\n"
+                         "assert p.committed_before('q1') is None, 'a commit of the last submission'")
+    lines = json.dumps({"tests": [first, seen]}) + "\n" + json.dumps({"tests": [probe]}) + "\n"
+    p = subprocess.run([sys.executable, "-I", "-c", program()], input=lines, capture_output=True, text=True,
+                       cwd=tmp_path, timeout=120)
+    out = [json.loads(line) for line in p.stdout.splitlines()]
+    assert out[0] == {"ready": True}, p.stdout + p.stderr
+    assert out[1]["results"]["plant"]["passed"] and out[1]["results"]["seen"]["passed"], out[1]
+    assert out[2]["results"]["probe"]["passed"], out[2]
+    assert list(tmp_path.iterdir()) == []          # and nothing left behind

@@ -14,7 +14,9 @@ import io
 import json
 import os
 import re
+import shutil
 import sys
+import tempfile
 import warnings
 
 _WARNING_LINE = re.compile(r"^\S.*:\d+: \w*Warning: ")
@@ -108,15 +110,23 @@ def main():
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         # one child per submission, forked from this process, which has only imported course_lib:
-        # nothing a test did for one submission is there for the next
+        # nothing a test did for one submission is there for the next (in memory)
         r, w = os.pipe()
         pid = os.fork()
         if pid == 0:
             os.close(r)
+            # and a working folder of its own: a check a test calls may write there (course_lib's
+            # prediction record, read back by later checks), and the next submission's child must
+            # not read what this one's wrote (another student's answer in its messages)
+            here = tempfile.mkdtemp(prefix="verify-")
+            os.chdir(here)
             try:
                 data = json.dumps(verdicts(json.loads(line))).encode()
             except BaseException as e:
                 data = json.dumps({"fatal": f"{type(e).__name__}: {e}"}).encode()
+            finally:
+                os.chdir("/")
+                shutil.rmtree(here, ignore_errors=True)
             view = memoryview(data)
             while view:
                 view = view[os.write(w, view):]
