@@ -310,9 +310,11 @@ class Browser:
 
 
 # ---- the machine ----------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
+@pytest.fixture
 def hub():
-    """setup.sh at temporary paths, three users, a running hub; everything undone afterwards."""
+    """setup.sh at temporary paths, three users, a running hub; everything undone afterwards.
+    Function-scoped: the other tests start hubs of the same course id, and setup.sh refuses to take
+    over the PATH file (/etc/profile.d/roofline-hub-roofline.sh) of an install that is still there."""
     with running_hub(["right", "wrong"]) as info:
         yield info
 
