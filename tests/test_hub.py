@@ -194,6 +194,9 @@ def snapshot(roots: list[Path]) -> dict:
 
     out = {}
     for root in roots:
+        if not root.exists():          # (the folder exchange: only with --exchange-folder)
+            out[str(root)] = None
+            continue
         for p in [root, *sorted(root.rglob("*"))]:
             st = p.lstat()
             digest = hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() and not p.is_symlink() else None

@@ -523,11 +523,15 @@ echo '{"ServerApp": {"tornado_settings": {"headers": {"Content-Security-Policy":
 json_merge "$ENV/etc/jupyter/jupyter_server_config.json" < "$SRC/deploy/student-jupyter/jupyter_server_config.json"
 
 # ---- 5. the exchange ------------------------------------------------------------------------------
-# nbgrader's layout: the root writable by everyone (sticky, so nobody removes another's files);
-# the course's folder inside it belongs to the instructor (step 6).
-mkdir -p "$EXCHANGE"
-chown root:root "$EXCHANGE"
-chmod 1777 "$EXCHANGE"
+# The course service's exchange (the default) keeps submissions in its own folder (LEDGER_DIR);
+# nbgrader's folder exchange only with --exchange-folder. Its layout: the root writable by everyone
+# (sticky, so nobody removes another's files); the course's folder inside it belongs to the
+# instructor (step 6).
+if [[ "$SERVICE_EXCHANGE" == no ]]; then
+    mkdir -p "$EXCHANGE"
+    chown root:root "$EXCHANGE"
+    chmod 1777 "$EXCHANGE"
+fi
 
 # ---- 6. users, groups, homes --------------------------------------------------------------------
 # The homes setup.sh creates are private (0700, useradd's HOME_MODE for this call only: the
@@ -613,7 +617,7 @@ done
 # The inbound is also sticky (1733): a student can add a submission but never remove or rename
 # another's (nbgrader keeps the mode of an existing folder); `autograder collect --exchange`
 # refuses a submission not owned by the student it names.
-if [[ ${#INSTRUCTORS[@]} -gt 0 ]]; then
+if [[ ${#INSTRUCTORS[@]} -gt 0 && "$SERVICE_EXCHANGE" == no ]]; then
     cdir="$EXCHANGE/$COURSE_ID"
     owner="$(stat -c %U "$cdir" 2>/dev/null || echo root)"
     if [[ "$owner" == root ]]; then
