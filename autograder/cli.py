@@ -211,7 +211,8 @@ def cmd_grade(args) -> int:
     try:
         s = grade(course, args.assignment, students=students, jobs=args.jobs, limits=_limits(args),
                   force=args.force, sandbox=False if args.no_sandbox else None, progress=not args.quiet,
-                  no_record=args.no_record, ledger=args.ledger, question=args.question, why=args.reason)
+                  no_record=args.no_record, ledger=args.ledger, question=args.question, why=args.reason,
+                  warm=not args.cold_kernels)
     except GradingRefused as e:
         print(e.message, file=sys.stderr)
         return 2
@@ -221,6 +222,10 @@ def cmd_grade(args) -> int:
     print(f"{args.assignment}: graded {len(s.graded)}, up to date {len(s.skipped)}, failed {len(s.failed)} "
           f"in {s.seconds:.1f} s with {s.jobs} worker(s); "
           + ("sandboxed (" + s.sandbox_reason + ")" if s.sandboxed else "NOT SANDBOXED"))
+    if s.kernels:
+        print("  kernels: " + "; ".join(f"{kind} ({n})" for kind, n in sorted(s.kernels.items()))
+              + ("  [warm: forked from each worker's preloaded interpreter into a new sandbox]" if "warm" in s.kernels
+                 else ""))
     if s.preflight_seconds:
         limit = (f"per-cell time limits from the solution's times (max({10} s, 20x)), e.g. up to "
                  f"{max(s.cell_timeouts.values())} s" if s.cell_timeouts else f"{args.timeout} s per cell (--timeout)")
@@ -442,6 +447,9 @@ def _add_grade(sub, common) -> None:
     sb.add_argument("--no-sandbox", action="store_true",
                     help="run students' code without the sandbox, with your rights (as nobody when root); not advised")
     sb.add_argument("--require-sandbox", action="store_true", help="(the default: grading refuses without a sandbox)")
+    g.add_argument("--cold-kernels", action="store_true",
+                   help="start every submission's kernel in a new sandbox from nothing, instead of forking it from "
+                        "the worker's preloaded interpreter into a new sandbox (slower; autograder/README.md)")
     g.add_argument("--no-record", choices=("final", "zero-predictions"), default="final",
                    help="a submission handed in without any prediction record (no .predictions.jsonl, outputs "
                         "cleared): graded on its final answers (final, the default) or with no correctness points "

@@ -608,6 +608,8 @@ def a_term(hub, capsys):
         assert (sub / "timestamp.txt").is_file(), sorted(sub.iterdir())    # the service's clock
     graded = instructor(hub, "grade", ASSIGNMENT, "-q")
     assert "sandboxed" in graded and "failed 0" in graded, graded
+    # the instructor is not root: the warm kernels' zygote works in a user namespace
+    assert "kernels: warm (2)" in graded, graded
     instructor(hub, "feedback", ASSIGNMENT)
     released = instructor(hub, "release-feedback", ASSIGNMENT)
     assert "for 2 student(s)" in released, released

@@ -1,7 +1,9 @@
 """Nothing of one submission reaches the next one its worker grades (issue 36).
 
 Two hostile submissions of the tiny course's t3 are graded back to back by ONE worker (-j 1), so
-the second runs under the same worker process and the same sandbox uid as the first. The first
+the second runs under the same worker process and the same sandbox uid as the first, with warm
+kernels (both forked from the worker's one preloaded interpreter: autograder.sandbox.zygote) and
+with cold ones (--cold-kernels). The first
 ("a_polluter") writes files into its home, /tmp, its working folder (and /dev/shm, where it can), an IPython
 start-up file, sets environment variables, monkeypatches course_lib (every check passes in its
 kernel) and sys.modules, and leaves a thread and a process running. The second ("b_victim")
@@ -87,6 +89,7 @@ _report = {{
     "threads": sorted(t.name for t in _threading.enumerate() if _T in t.name),
     "processes": _procs(),
     "startup_global": "LEAKED_STARTUP" in get_ipython().user_ns,
+    "pid": _os.getpid(),
 }}
 print("ISOLATION-PROBE " + _json.dumps(_report))
 '''
@@ -119,9 +122,9 @@ def _probe(root, student) -> dict:
     raise AssertionError(f"{student}: no probe output in its autograded notebook")
 
 
-@pytest.fixture(scope="module")
-def graded(tiny, tmp_path_factory):
-    base = tmp_path_factory.mktemp("isolation")
+@pytest.fixture(scope="module", params=["warm", "cold"])
+def graded(tiny, tmp_path_factory, request):
+    base = tmp_path_factory.mktemp(f"isolation-{request.param}")
     c = Course(root=base / "course", source=tiny.source, release=tiny.release)
     nb = lambda **kw: student_nb(tiny, "t3", "units", **kw)  # noqa: E731
     students = {
@@ -131,19 +134,24 @@ def graded(tiny, tmp_path_factory):
     }
     src = write_class(base / "in", tiny, "t3", {s: {"units.ipynb": d} for s, d in students.items()})
     common = ["--root", c.root, "--source", c.source, "--release-dir", c.release]
-    g = run_cli("grade", "t3", "--submissions", src, "-j", "1", *common, *FAST, check=False)
-    return c, g
+    cold = ["--cold-kernels"] if request.param == "cold" else []
+    g = run_cli("grade", "t3", "--submissions", src, "-j", "1", *common, *FAST, *cold, check=False)
+    return c, g, request.param
 
 
 @needs_sandbox
 def test_the_polluter_plants_every_trace_and_its_own_probe_sees_them(graded):
-    c, g = graded
+    c, g, kind = graded
     assert g.returncode == 0, g.stdout + g.stderr[-3000:]
     p = _probe(c.root, "a_polluter")
     names = " ".join(p["files"])
-    # (the sandbox's /dev has no writable /dev/shm: probed, never planted)
-    for where in ("/home/student/leak-", "/tmp/leak-", "/tmp/thread-", "/t3/leak-", "99-leak.py"):
+    # (a cold sandbox's /dev has no writable /dev/shm: probed, never planted; a warm kernel has one
+    # of its own)
+    shm = ("/dev/shm/leak-",) if kind == "warm" else ()
+    for where in ("/home/student/leak-", "/tmp/leak-", "/tmp/thread-", "/t3/leak-", "99-leak.py", *shm):
         assert where in names, (where, p["files"])
+    # a warm kernel is pid 1 of its own pid namespace (forked by the zygote); a cold one is bwrap's child
+    assert p["pid"] == (1 if kind == "warm" else 2)
     assert len(p["env"]) == 2 and p["patched_checks"] == ["check_form_number", "check_number", "check_regime"]
     assert p["course_lib_attr"] and p["modules"] and p["threads"] and p["processes"]
     # its monkeypatch passed its wrong Q1 in its own kernel: caught, and the clean verdict scored
@@ -153,16 +161,16 @@ def test_the_polluter_plants_every_trace_and_its_own_probe_sees_them(graded):
 
 @needs_sandbox
 def test_the_next_submission_of_the_same_worker_sees_none_of_it(graded):
-    c, g = graded
+    c, g, kind = graded
     polluter, victim = _probe(c.root, "a_polluter"), _probe(c.root, "b_victim")
     assert victim["uid"] == polluter["uid"]          # the same worker, the same sandbox uid: the hard case
     assert victim == {"uid": polluter["uid"], "files": [], "env": [], "patched_checks": [], "course_lib_attr": False,
-                      "modules": [], "threads": [], "processes": [], "startup_global": False}
+                      "modules": [], "threads": [], "processes": [], "startup_global": False, "pid": polluter["pid"]}
 
 
 @needs_sandbox
 def test_the_next_submission_scores_on_its_merits(graded):
-    c, g = graded
+    c, g, _ = graded
     scores = cell_scores(c.db_url, "t3")["b_victim"]
     assert scores["units/t3units_q1_correct"] == 0.0 and scores["units/t3units_q2_correct"] == 2.0
     assert scores["units/t3units_q1_form"] == 1.0

@@ -26,6 +26,7 @@ from autograder.authoring.release import nbgrader_config
 from autograder.intake.safefiles import copy_tree
 from autograder.outputs.page_safety import sanitize_notebook
 from autograder.sandbox.bwrap import Limits, die_with_parent, make_spec
+from autograder.sandbox.zygote import forget_zygotes, kernel_kind, warm_spool
 from autograder.sandbox.execute import RECORDER_REPLACED
 from autograder.integrity import predictions, verify
 from autograder.authoring import variants
@@ -65,6 +66,7 @@ class Graded:
     timings: dict = field(default_factory=dict)       # notebook -> grade_id -> seconds
     variant: dict = field(default_factory=dict)       # the student's assigned variant
     ledger: hub_ledger.Vouch | None = None            # the hub's ledger's verdict (autograder.integrity.ledger)
+    kernels: str = ""                                 # "warm", "cold" or "cold: why not warm" (autograder.sandbox.zygote)
 
     def graded_status(self, fingerprint: str, sandboxed: bool) -> dict:
         """The status file of a graded submission (autograder.grading.status)."""
@@ -328,6 +330,7 @@ def worker_init(parent: int) -> None:
 
     die_with_parent(parent)
     verify.forget_verifiers()
+    forget_zygotes()
     # nbgrader 0.9's gradebook code trips SQLAlchemy 2's session warnings by the hundred: harmless
     # and not free (a formatted warning per flush)
     warnings.filterwarnings("ignore", category=SAWarning)
@@ -353,6 +356,7 @@ def grade_one(job: dict) -> Graded:
     a, student = job["assignment"], job["student"]
     work = Path(job["work"])
     base, root = _private_course(job)
+    kbase = base / "k"      # the kernel's home and run directory (warm: in the worker's spool)
     out = Graded(student)
     # regular files only, opened without following links (a link to /etc/shadow or the solution
     # is refused and reported, never read): everything later reads this copy
@@ -382,8 +386,11 @@ def grade_one(job: dict) -> Graded:
             _drop_outputs(mine)
         limits = Limits(**job["limits"])
         spec_args = (limits, job["sandbox"], tuple(job["packages"]), work)
-        spec = make_spec(base / "k", a, root / "submitted" / student / a, Path(job["extras"]), *spec_args)
+        spool = warm_spool(work) if job.get("warm") and job["sandbox"] else None
+        kbase = spool / base.name if spool else base / "k"
+        spec = make_spec(kbase, a, root / "submitted" / student / a, Path(job["extras"]), *spec_args, zygote=spool)
         spec.env.update(variants.kernel_env(job.get("variant_key", ""), student))   # the student's numbers
+        out.kernels = kernel_kind(spec) if job["sandbox"] else ""
         api = NbGraderAPI(config=autograde_config(root, spec.to_json(), job, job.get("user_config")))
         api.log.setLevel(logging.WARNING)
         result = api.autograde(a, student, force=True, create=True)
@@ -414,9 +421,11 @@ def grade_one(job: dict) -> Graded:
     from autograder.sandbox.bwrap import close_socket_dirs
 
     close_socket_dirs()
-    klog = base / "k" / "kernel.log"
+    klog = kbase / "kernel.log"
     if not out.success and klog.is_file():
         out.error += "\n--- kernel output (last 3000 characters) ---\n" + klog.read_text(errors="replace")[-3000:]
+    if kbase.parent != base:
+        shutil.rmtree(kbase, ignore_errors=True)      # the spool holds only the submission being graded
     out.seconds = time.monotonic() - t0
     return out
 

@@ -45,6 +45,7 @@ from pathlib import Path
 
 from autograder import __version__
 from autograder.grading.autograde import Graded, grade_one, worker_init
+from autograder.sandbox.zygote import close_zygotes
 from autograder.course import Course, default_jobs, ensure_assignment, replace_dir, tree_hash
 from autograder.integrity.flags import Flag, Reason
 from autograder.grading.merge import flag_submission, merge_submission
@@ -88,6 +89,7 @@ class GradeSummary:
     why: str = ""                                  # the regrade log's reason (autograder.grading.regrade)
     question: str | None = None                    # merge only this question's cells
     changes: dict = field(default_factory=dict)    # student -> [what the regrade changed]
+    kernels: dict = field(default_factory=dict)    # "warm" / "cold" / "cold: why" -> how many submissions
 
 
 class Progress:
@@ -147,7 +149,8 @@ def _up_to_date(course: Course, assignment: str, student: str, fp: str) -> bool:
 def grade(course: Course, assignment: str, *, students: list[str] | None = None, jobs: int | None = None,
           limits: Limits | None = None, force: bool = False, sandbox: bool | None = None,
           packages=("course_lib",), progress: bool = True, stream=None, no_record: str = "final",
-          ledger: str | None = None, question: str | None = None, why: str | None = None) -> GradeSummary:
+          ledger: str | None = None, question: str | None = None, why: str | None = None,
+          warm: bool = True) -> GradeSummary:
     """Autograde the submissions of `assignment` found in course.submitted.
 
     no_record: what a submission without any prediction record earns for its questions
@@ -159,7 +162,9 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
     does not work); False -- unsandboxed, with a loud warning (--no-sandbox).
     limits: cell_timeout / notebook_timeout None -- derived from the solution's preflight times.
     question: regrade (always) and merge only this question's cells (autograder.grading.regrade);
-    why: the reason the regrade log records (default: what made it regrade)."""
+    why: the reason the regrade log records (default: what made it regrade).
+    warm: each kernel forked from its worker's preloaded interpreter into a new sandbox
+    (autograder.sandbox.zygote); False: a cold kernel, started from nothing."""
     stream = stream or sys.stderr
     t0 = time.monotonic()
     limits = limits or Limits(cell_timeout=None, notebook_timeout=None)
@@ -181,7 +186,7 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
 
     matplotlib_cache()   # warm once, before the workers fork
     with RunDir("grade") as run:
-        job_base = _preflight(course, assignment, run.path, limits, sandbox, packages, force, summary)
+        job_base = _preflight(course, assignment, run.path, limits, sandbox, packages, force, summary, warm)
         records, extensions = _gradebook_entries(course, assignment, todo)
         from_service = bool(ledger) and hub_ledger.answers_from_service(ledger)   # only its reveals count
         jobs_of = {s: {**job_base, "student": s, "slot": str(i), "submitted": str(course.submitted / s / assignment),
@@ -235,7 +240,7 @@ def _to_grade(course: Course, assignment: str, students: list[str] | None, sandb
 
 
 def _preflight(course: Course, assignment: str, run: Path, limits: Limits, sandbox: bool, packages, force: bool,
-               summary: GradeSummary) -> dict:
+               summary: GradeSummary, warm: bool = True) -> dict:
     """The preflight (the last one's record where it still holds, unless `force`), and what every
     student's job shares: the limits it derived, the solution's answers (the truth)."""
     release = run / "release"
@@ -243,7 +248,7 @@ def _preflight(course: Course, assignment: str, run: Path, limits: Limits, sandb
     plan = verify.plan(course.source / assignment, course.notebooks(assignment))
     pre_limits = Limits(**{**asdict(limits), "cell_timeout": limits.cell_timeout or PREFLIGHT_CELL_TIMEOUT,
                            "notebook_timeout": limits.notebook_timeout or 900})
-    job_base = base_job(course, assignment, run, plan, pre_limits, sandbox, packages, release)
+    job_base = {**base_job(course, assignment, run, plan, pre_limits, sandbox, packages, release), "warm": warm}
     record = None if force else saved_preflight(course, assignment, sandbox, packages, job_base["limits"])
     summary.preflight_reused = record is not None
     if record is None:
@@ -251,6 +256,7 @@ def _preflight(course: Course, assignment: str, run: Path, limits: Limits, sandb
             record = run_preflight(course, assignment, run, plan, job_base, sandbox, packages)
         finally:
             verify.close_verifiers()      # the workers start their own
+            close_zygotes()
     summary.preflight_seconds = record["seconds"]
     per_cell, other, nb_limit = derived_timeouts({nb: d["timings"] for nb, d in record["notebooks"].items()})
     eff = Limits(**{**asdict(limits), "cell_timeout": limits.cell_timeout or other,
@@ -314,6 +320,8 @@ def _run_workers(course: Course, assignment: str, run: Path, todo: list, jobs_of
 
 def _finish(course: Course, assignment: str, res: Graded, fp: str, sandboxed: bool, summary: GradeSummary) -> None:
     s = res.student
+    if res.kernels:
+        summary.kernels[res.kernels] = summary.kernels.get(res.kernels, 0) + 1
     logs = course.state / assignment / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     (logs / f"{s}.log").write_text((res.log or "") + ("\n" + res.error if res.error else ""))

@@ -38,6 +38,10 @@ before every cell (students may turn warnings on in their own cells), library lo
 above WARNING, and as a last safety net warning lines are removed from test cells' stderr
 before the grade is computed.
 
+By default the kernel is not started from nothing but forked, into a sandbox of its own made
+the same way (new namespaces, tmpfs home and /tmp, the uid drop, the limits), from its worker's
+preloaded interpreter: autograder.sandbox.zygote says how, and why that is as clean.
+
 This module holds the bubblewrap command, the limits and the sandboxed home (SandboxSpec,
 make_spec, probe); the kernel manager is autograder.sandbox.kernel_manager, nbgrader's Execute
 preprocessor autograder.sandbox.execute, and what outputs may hold autograder.outputs.limits.
@@ -194,13 +198,17 @@ _SYMLINKS = {"/bin": "usr/bin", "/sbin": "usr/sbin", "/lib": "usr/lib", "/lib64"
 
 
 def _bwrap_args(ro: list[str], rw: dict[str, str], chdir: str, drop_to: int | None, tmp_mb: int = 256,
-                home: tuple[str, int] | None = None) -> list[str]:
+                home: tuple[str, int] | None = None, caps: list[str] | None = None, dirs=()) -> list[str]:
     """The bwrap command line: a tmpfs root with only the given paths in it, and a private
     writable /tmp of `tmp_mb` MB. `home` (the prepared home on the host, MB): a private writable
-    SANDBOX_HOME of that size, and the prepared home read-only at STAGING (the shim copies it)."""
+    SANDBOX_HOME of that size, and the prepared home read-only at STAGING (the shim copies it).
+    `caps`: bwrap's capability arguments, instead of the kernel's (the zygote's); `dirs`: empty
+    folders to make (mount points)."""
     args = [bwrap_path() or "bwrap", "--die-with-parent", "--unshare-pid", "--unshare-net", "--unshare-ipc",
             "--unshare-uts", "--unshare-cgroup-try", "--hostname", "sandbox"]
-    if os.geteuid() == 0 and drop_to is not None:
+    if caps is not None:
+        args += caps
+    elif os.geteuid() == 0 and drop_to is not None:
         # bwrap runs privileged: let the shim switch to an unprivileged uid, then it has no caps
         args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     else:
@@ -241,6 +249,10 @@ def _bwrap_args(ro: list[str], rw: dict[str, str], chdir: str, drop_to: int | No
     for dest, src in rw.items():
         parents(dest)
         args += ["--bind", src, dest]
+    for d in dirs:
+        parents(d)
+        made.add(d)
+        args += ["--perms", "0755", "--dir", d]
     args += ["--chdir", chdir]
     return args
 
@@ -337,6 +349,8 @@ class SandboxSpec:
     limits: dict = field(default_factory=dict)
     uid: int | None = None
     log_file: str = ""
+    zygote: str = ""          # warm kernels (autograder.sandbox.zygote): this worker's kernel spool; "" cold
+    packages: list = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -353,18 +367,22 @@ class SandboxSpec:
             raise RuntimeError(f"the sandbox runs Python (ipykernel) kernels only, not {cmd!r}")
         return self.command(["-m", "ipykernel_launcher"], cmd[i + 1:], python=cmd[0])
 
+    def rlimits(self) -> dict:
+        """The kernel's resource limits, now (RLIMIT_NPROC counts what its uid already runs)."""
+        lim = self.limits
+        count_uid = self.uid if self.uid is not None else os.getuid()
+        return {"RLIMIT_AS": lim["memory_mb"] * 2**20,
+                "RLIMIT_NPROC": _tasks_of_uid(count_uid) + lim["tasks"],
+                "RLIMIT_FSIZE": lim["file_size_mb"] * 2**20,
+                "RLIMIT_CORE": 0}
+
     def command(self, argv: list[str], extra: list[str] = (), python: str | None = None) -> list[str]:
         """The command line running `python ARGV EXTRA` in this sandbox, as the sandbox's uid,
         under its limits and killed with the process that starts it."""
         python = python or sys.executable
         lim = self.limits
         uid = self.uid
-        count_uid = uid if uid is not None else os.getuid()
-        rlimits = {"RLIMIT_AS": lim["memory_mb"] * 2**20,
-                   "RLIMIT_NPROC": _tasks_of_uid(count_uid) + lim["tasks"],
-                   "RLIMIT_FSIZE": lim["file_size_mb"] * 2**20,
-                   "RLIMIT_CORE": 0}
-        cfg = {"uid": uid, "rlimits": rlimits, "sandboxed": self.enabled, "argv": list(argv),
+        cfg = {"uid": uid, "rlimits": self.rlimits(), "sandboxed": self.enabled, "argv": list(argv),
                "parent": None if self.enabled else os.getpid(), "cwd": self.cwd,
                "stage": STAGING if self.enabled else None, "home": SANDBOX_HOME,
                "keep_read": bool(uid is not None and not self.enabled and not reachable_by_others(self.ro + [python]))}
@@ -558,10 +576,12 @@ UNSANDBOXED_WARNING = (
 
 
 def make_spec(base: Path, assignment: str, files_from: Path | None, extra_from: Path | None,
-              limits: Limits, sandbox: bool, packages=DEFAULT_PACKAGES, top: Path | None = None) -> SandboxSpec:
+              limits: Limits, sandbox: bool, packages=DEFAULT_PACKAGES, top: Path | None = None,
+              zygote: Path | None = None) -> SandboxSpec:
     """Set up the private home and run directory of one submission under `base`. As root, the
     kernel runs unprivileged, sandboxed or not (RLIMIT_NPROC does not bind root): sandboxed as a
-    uid of this worker's own (slot_uid), unsandboxed as `nobody`."""
+    uid of this worker's own (slot_uid), unsandboxed as `nobody`. `zygote`: a warm kernel
+    (autograder.sandbox.zygote), `base` being in that spool."""
     uid = (slot_uid() if sandbox else NOBODY) if os.geteuid() == 0 else None
     home, run = base / "home", socket_dir(base / "run")
     for d in (home, run):
@@ -585,6 +605,8 @@ def make_spec(base: Path, assignment: str, files_from: Path | None, extra_from: 
         limits=asdict(limits),
         uid=uid,
         log_file=str(base / "kernel.log"),
+        zygote=str(zygote) if zygote and sandbox else "",
+        packages=list(packages),
     )
 
 

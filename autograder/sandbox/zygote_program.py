@@ -1,0 +1,254 @@
+"""The warm-kernel program (autograder.sandbox.zygote.Zygote runs it; the design is in zygote.py).
+
+It runs as `python /run/autograder-zygote.py <config>` (this file, bound read-only there) in a
+bubblewrap sandbox of its own, started
+once per grading worker, where only the Python install, course_lib and the worker's kernel spool
+are visible (not the autograder package): so it imports only the standard library and what it
+preloads, and does nothing when imported. It never runs a student's code itself. It imports what
+every kernel imports (ipykernel, IPython, numpy, matplotlib.pyplot, course_lib), then answers
+one JSON request a line on stdin:
+
+    {"op": "kernel", ...}   fork a kernel for one submission; {"pid": P} or {"error": why}
+    {"op": "poll", "pid": P}  {"status": exit code or null while it runs}
+    {"op": "kill", "pid": P}  kill it (and so its whole pid namespace); {"ok": true}
+
+Each kernel is two processes. The first (still privileged, in the zygote's pid namespace) takes
+new mount, pid, network, IPC and UTS namespaces, mounts a fresh tmpfs on the home, /tmp and
+/dev/shm, hides the spool but for this submission's run directory, binds the prepared home
+read-only at the staging folder, and forks the second, which is pid 1 of the new pid namespace:
+it mounts a /proc of that namespace, drops to the submission's uid (or, in a user namespace, all
+capabilities), sets no-new-privileges and the limits, copies the prepared home, takes the
+student's environment and folder, closes every other file and starts ipykernel from the
+preloaded modules. When it exits, everything it started dies with its pid namespace.
+"""
+import ctypes
+import json
+import os
+import resource
+import signal
+import sys
+import threading
+
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT = 24, 38, 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+O_PATH = getattr(os, "O_PATH", 0o10000000)
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def check(result, what):
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def mount(source, target, fstype, flags, data=None):
+    enc = lambda s: None if s is None else str(s).encode()   # noqa: E731
+    check(libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
+
+
+def drop_bounding_set():
+    """No capability can be regained by exec (needs CAP_SETPCAP: before the change of uid)."""
+    for cap in range(64):
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            if ctypes.get_errno() == 22:       # EINVAL: past the last capability
+                break
+            check(-1, f"dropping capability {cap} from the bounding set")
+
+
+def drop_capabilities():
+    """No capability left in any set (effective, permitted, inheritable, ambient)."""
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+    check(libc.capset(ctypes.byref(Header(0x20080522, 0)), (Data * 2)()), "capset")
+
+
+def preload(names):
+    """Import what every kernel imports; {name: why} for what could not be (the kernel then
+    imports it itself, as a cold one would)."""
+    failed = {}
+    for name in names:
+        try:
+            __import__(name)
+        except Exception as e:     # noqa: BLE001 - reported to the grader
+            failed[name] = f"{type(e).__name__}: {e}"
+    return failed
+
+
+def kernel_child(req, cfg):
+    """The second process: pid 1 of the submission's pid namespace; never returns."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    drop_bounding_set()
+    uid = req.get("uid")
+    if uid is not None and os.getuid() == 0:
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    drop_capabilities()
+    check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    if req.get("probe"):
+        caps = [ln.split()[1] for ln in open("/proc/self/status") if ln.startswith(("CapEff", "CapPrm"))]
+        os._exit(0 if os.getpid() == 1 and set(caps) == {"0000000000000000"} else 71)
+    for name, value in req["rlimits"].items():
+        r = getattr(resource, name)
+        soft, hard = resource.getrlimit(r)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        resource.setrlimit(r, (value, value))
+    import shutil
+
+    for top, dirs, files in os.walk(cfg["staging"]):
+        dest = os.path.normpath(os.path.join(cfg["home"], os.path.relpath(top, cfg["staging"])))
+        os.makedirs(dest, exist_ok=True)
+        for name in files:
+            shutil.copyfile(os.path.join(top, name), os.path.join(dest, name))
+    os.environ.clear()
+    os.environ.update(req["env"])
+    os.chdir(req["cwd"])
+    os.closerange(3, 1 << 16)
+    if "numpy" in sys.modules:          # random reseeds itself after a fork; numpy's global state does not
+        sys.modules["numpy"].random.seed()
+    sys.argv = ["ipykernel_launcher", "-f", req["connection_file"]]
+    from ipykernel import kernelapp
+
+    kernelapp.launch_new_instance(argv=["-f", req["connection_file"]])
+    os._exit(0)
+
+
+def kernel_first(req, cfg):
+    """The first process: the namespaces and mounts, then the kernel's process; waits for it and
+    exits with its status. Never returns."""
+    try:
+        log = os.open(req["log_file"], os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        null = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.setsid()
+        check(libc.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS), "unshare")
+        mount(None, "/", None, MS_REC | MS_PRIVATE)
+        uid = req.get("uid")
+        owner = "" if uid is None or os.getuid() != 0 else f",uid={uid},gid={uid}"
+        lim = req["limits"]
+        run = os.open(req["rundir"], O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        stage = os.open(req["stage"], O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        mount("tmpfs", cfg["home"], "tmpfs", MS_NOSUID | MS_NODEV, f"size={lim['home_mb'] * 2**20},mode=0755{owner}")
+        mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={lim['tmp_mb'] * 2**20},mode=1777")
+        if os.path.isdir("/dev/shm"):
+            mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"size={lim['tmp_mb'] * 2**20},mode=1777")
+        # the spool (every submission's folder of this worker) is hidden (a spool in /tmp is
+        # already): only this one's run directory comes back, at its own path (the kernel's
+        # sockets are there); folders made for it are root's
+        if os.path.isdir(cfg["spool"]):
+            mount("tmpfs", cfg["spool"], "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
+        os.umask(0o022)
+        os.makedirs(req["rundir"], exist_ok=True)
+        mount(f"/proc/self/fd/{run}", req["rundir"], None, MS_BIND)
+        mount(f"/proc/self/fd/{stage}", cfg["staging"], None, MS_BIND)
+        mount(None, cfg["staging"], None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        os.close(run), os.close(stage)
+        # SIGTERM (the zygote's "kill") is passed on as SIGKILL: the kernel is the init of its pid
+        # namespace, which only a process outside it can kill (a parent-death signal is ignored)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        pid = os.fork()
+        if pid == 0:
+            kernel_child(req, cfg)
+
+        def stop(*_):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        os._exit(128 - code if code < 0 else code)      # killed by signal N: 128 + N, as a shell says
+    except BaseException as e:     # noqa: BLE001 - the kernel log says why
+        try:
+            import traceback
+
+            os.write(2, f"the warm kernel could not start: {type(e).__name__}: {e}\n".encode())
+            os.write(2, traceback.format_exc().encode())
+        finally:
+            os._exit(70)
+
+
+def main():
+    cfg = json.loads(sys.argv[1])
+    if sys.path and sys.path[0] in ("", os.getcwd()):
+        del sys.path[0]               # nothing is imported from the folder it was started in
+    out = sys.stdout
+    if cfg.get("mpl_cache"):     # matplotlib's font list, where the kernels have theirs
+        import shutil
+
+        os.makedirs(os.environ["MPLCONFIGDIR"], exist_ok=True)
+        for name in os.listdir(cfg["mpl_cache"]):
+            if name.startswith("fontlist-"):
+                shutil.copyfile(os.path.join(cfg["mpl_cache"], name), os.path.join(os.environ["MPLCONFIGDIR"], name))
+    failed = preload(cfg["preload"])
+    if threading.active_count() != 1:
+        out.write(json.dumps({"fatal": "a preloaded module started a thread: a fork would not be clean"}) + "\n")
+        out.flush()
+        return
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    # a kernel's namespaces, mounts and privilege drop, tried once before the first submission
+    out.flush()
+    pid = os.fork()
+    if pid == 0:
+        kernel_first({"probe": True, "log_file": "/proc/self/fd/2", "rundir": cfg["spool"], "stage": cfg["spool"],
+                      "uid": cfg.get("uid"), "rlimits": {}, "limits": {"home_mb": 1, "tmp_mb": 1}}, cfg)
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    if code != 0:
+        out.write(json.dumps({"fatal": f"a warm kernel's sandbox could not be made here (exit {code}; see zygote.log)"}) + "\n")
+        out.flush()
+        return
+    out.write(json.dumps({"ready": True, "failed": failed}) + "\n")
+    out.flush()
+    done = {}
+    for line in sys.stdin:
+        req = json.loads(line)
+        op = req.get("op")
+        if op == "kernel":
+            out.flush()
+            pid = os.fork()
+            if pid == 0:
+                kernel_first(req, cfg)
+            reply = {"pid": pid}
+        elif op == "poll":
+            pid = req["pid"]
+            if pid not in done:
+                try:
+                    got, status = os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    got, status = pid, 0
+                if got == pid:
+                    done[pid] = os.waitstatus_to_exitcode(status)
+            reply = {"status": done.get(pid)}
+        elif op == "kill":
+            if req["pid"] not in done:
+                try:
+                    os.kill(req["pid"], signal.SIGTERM)      # the first process kills the kernel
+                except ProcessLookupError:
+                    pass
+            reply = {"ok": True}
+        else:
+            reply = {"error": f"unknown request {op!r}"}
+        out.write(json.dumps(reply) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()
