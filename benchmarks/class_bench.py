@@ -132,7 +132,9 @@ def main(argv=None) -> int:
         print(f"  after:  {_load()}")
         summary = next((l for l in out.splitlines() if l.startswith(f"{a}: graded")), err[-2000:])
         pre = next((l.strip() for l in out.splitlines() if l.strip().startswith("preflight:")), "")
+        kernels = next((l.strip() for l in out.splitlines() if l.strip().startswith("kernels:")), "")
         print(f"  {summary}")
+        print(f"  {kernels[:160]}")       # warm (forked from each worker's zygote) or cold
         print(f"  {pre[:160]}")
 
         state = root / "autograded" / ".autograder" / a

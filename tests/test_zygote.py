@@ -67,6 +67,7 @@ async def _stop(km, kc):
 
 LOOK = f'''
 import json, os, sys
+_SECRET = {SECRET[:7]!r} + {SECRET[7:]!r}     # not written whole: the probe's own source is in IPython's history
 def _walk(top):
     found = []
     for d, _, fs in os.walk(top):
@@ -76,7 +77,7 @@ def _grep(paths):
     hits = []
     for p in paths:
         try:
-            if {SECRET!r}.encode() in open(p, "rb").read():
+            if _SECRET.encode() in open(p, "rb").read():
                 hits.append(p)
         except OSError:
             pass
@@ -89,7 +90,7 @@ print(json.dumps({{
     "procs": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
     "secret_files": _grep(_walk("/tmp") + _walk("/dev/shm") + _walk(os.path.expanduser("~")) + _walk("/run")),
     "spool": sorted(os.listdir({{spool!r}})),
-    "env": {{k: v for k, v in os.environ.items() if k.startswith("ROOFLINE_") or {SECRET!r} in v}},
+    "env": {{k: v for k, v in os.environ.items() if k.startswith("ROOFLINE_") or _SECRET in v}},
     "preloaded": "course_lib" in sys.modules,
 }}))
 '''

@@ -165,64 +165,30 @@ class Verifier:
     def __init__(self, spec, log_file: Path | None = None):
         import subprocess
 
+        from autograder.sandbox.line_process import LineProcess
+
         self.spec = spec
         cwd = spec.home if spec.enabled else spec.cwd
         self.log = open(log_file, "ab") if log_file else subprocess.DEVNULL
-        self.proc = subprocess.Popen(spec.command(["-I", "-c", program()]), stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self.log, env=dict(spec.env), cwd=cwd)
-        self._buf = b""
-        first = self._line(60)
+        self.proc = LineProcess(spec.command(["-I", "-c", program()]), env=dict(spec.env), cwd=cwd, stderr=self.log,
+                                error=VerifyError, what="the clean re-verification")
+        first = self.proc.read(60)
         if first.get("fatal"):
             self.close()
             raise VerifyError(f"the clean re-verification failed: {first['fatal']}")
 
-    def _line(self, timeout: float) -> dict:
-        import select
-        import time
-
-        deadline = time.monotonic() + timeout
-        fd = self.proc.stdout.fileno()
-        while b"\n" not in self._buf:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                self.close()
-                raise VerifyError(f"the clean re-verification ran past {timeout:.0f} s")
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                self.close()
-                raise VerifyError(f"the clean re-verification process exited ({self.proc.wait()}); see the kernel log")
-            self._buf += chunk
-        line, self._buf = self._buf.split(b"\n", 1)
-        try:
-            return json.loads(line)
-        except ValueError:
-            self.close()
-            raise VerifyError(f"the clean re-verification printed something else: {line[:200]!r}") from None
-
     def run(self, tests: list[dict], env: dict | None = None) -> dict:
-        try:
-            self.proc.stdin.write((json.dumps({"tests": tests, "env": env or {}}) + "\n").encode())
-            self.proc.stdin.flush()
-        except OSError as e:
-            self.close()
-            raise VerifyError(f"the clean re-verification process is gone: {e}") from None
-        out = self._line(30 + VERIFY_TIMEOUT_PER_TEST * len(tests))
+        self.proc.send({"tests": tests, "env": env or {}})
+        out = self.proc.read(30 + VERIFY_TIMEOUT_PER_TEST * len(tests))
         if "fatal" in out:
             raise VerifyError(f"the clean re-verification failed: {out['fatal']}")
         return out["results"]
 
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return self.proc.alive()
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        for f in (self.proc.stdin, self.proc.stdout):
-            try:
-                f.close()
-            except OSError:
-                pass
+        self.proc.close()
 
 
 _VERIFIERS: dict = {}

@@ -45,7 +45,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import select
 import subprocess
 import sys
 import threading
@@ -53,6 +52,7 @@ import time
 from pathlib import Path
 
 from autograder.sandbox import zygote_program
+from autograder.sandbox.line_process import LineProcess
 from autograder.sandbox.bwrap import SANDBOX_HOME, STAGING, SandboxSpec, _bwrap_args, matplotlib_cache
 
 log = logging.getLogger("autograder")
@@ -82,7 +82,6 @@ class Zygote:
     def __init__(self, spec: SandboxSpec, mpl_cache: str | None, log_file: Path):
         self.spool = spec.zygote
         self.lock = threading.Lock()
-        self._buf = b""
         preload = list(PRELOAD) + [p for p in spec.packages if p not in PRELOAD]
         cfg = {"preload": preload, "spool": self.spool, "staging": STAGING, "home": SANDBOX_HOME, "uid": spec.uid}
         args = _bwrap_args(spec.ro, {self.spool: self.spool}, "/", None, spec.limits.get("tmp_mb", 256),
@@ -97,10 +96,9 @@ class Zygote:
         env.pop("ROOFLINE_VARIANT_KEY", None), env.pop("ROOFLINE_STUDENT", None)
         self.log = open(log_file, "ab")
         args[-2:-2] = ["--ro-bind", zygote_program.__file__, PROGRAM]
-        self.proc = subprocess.Popen([*args, "--", sys.executable, PROGRAM, json.dumps(cfg)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, env=env,
-                                     cwd="/")
-        first = self._line(spec.limits.get("startup_timeout", 60))
+        self.proc = LineProcess([*args, "--", sys.executable, PROGRAM, json.dumps(cfg)], env=env, cwd="/",
+                                stderr=self.log, error=ZygoteError, what="the warm-kernel process")
+        first = self.proc.read(spec.limits.get("startup_timeout", 60))
         if not first.get("ready"):
             self.close()
             raise ZygoteError(first.get("fatal") or f"unexpected answer {first!r}")
@@ -108,38 +106,12 @@ class Zygote:
         if self.failed:
             log.info("warm kernels: not preloaded: %s", self.failed)
 
-    def _line(self, timeout: float) -> dict:
-        deadline = time.monotonic() + timeout
-        fd = self.proc.stdout.fileno()
-        while b"\n" not in self._buf:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                self.close()
-                raise ZygoteError(f"the warm-kernel process did not answer in {timeout:.0f} s")
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                code = self.proc.wait()
-                self.close()
-                raise ZygoteError(f"the warm-kernel process exited ({code}); see the kernel log")
-            self._buf += chunk
-        line, self._buf = self._buf.split(b"\n", 1)
-        try:
-            return json.loads(line)
-        except ValueError:
-            self.close()
-            raise ZygoteError(f"the warm-kernel process printed something else: {line[:200]!r}") from None
-
     def ask(self, req: dict, timeout: float = 30) -> dict:
         with self.lock:
-            if self.proc.poll() is not None:
-                raise ZygoteError(f"the warm-kernel process is gone ({self.proc.returncode})")
-            try:
-                self.proc.stdin.write((json.dumps(req) + "\n").encode())
-                self.proc.stdin.flush()
-            except OSError as e:
-                self.close()
-                raise ZygoteError(f"the warm-kernel process is gone: {e}") from None
-            return self._line(timeout)
+            if not self.proc.alive():
+                raise ZygoteError(f"the warm-kernel process is gone ({self.proc.proc.returncode})")
+            self.proc.send(req)
+            return self.proc.read(timeout)
 
     def spawn(self, spec: SandboxSpec, connection_file: str, rlimits: dict) -> "WarmKernel":
         req = {"op": "kernel", "rundir": spec.rundir, "stage": spec.home, "cwd": spec.cwd, "env": dict(spec.env),
@@ -151,17 +123,11 @@ class Zygote:
         return WarmKernel(self, got["pid"])
 
     def alive(self) -> bool:
-        return self.proc.poll() is None
+        return self.proc.alive()
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        for f in (self.proc.stdin, self.proc.stdout, self.log):
-            try:
-                f.close()
-            except OSError:
-                pass
+        self.proc.close()
+        self.log.close()
 
 
 class WarmKernel:
