@@ -51,6 +51,41 @@ def mount(source, target, fstype, flags, data=None):
     check(libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
 
 
+MOUNT_FLAGS = {"ro": MS_RDONLY, "nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": 1024,
+               "nodiratime": 2048, "relatime": 1 << 21, "strictatime": 1 << 24}
+
+
+def mounts_under(top, but):
+    """[(mount point, its flags)] of the mounts strictly below `top` (in the order they were
+    made), leaving out `but` and what lies below it."""
+    out = []
+    for line in open("/proc/self/mountinfo"):
+        fields = line.split()
+        point = fields[4].encode().decode("unicode_escape")     # \040 for a space, as mountinfo writes it
+        if point.startswith(top.rstrip("/") + "/") and not (point == but or point.startswith(but.rstrip("/") + "/")):
+            flags = 0
+            for option in fields[5].split(","):
+                flags |= MOUNT_FLAGS.get(option, 0)
+            out.append((point, flags))
+    return out
+
+
+def fresh_tmpfs(target, options, keep_out):
+    """A new tmpfs on `target`, with the read-only folders bound below it before (a Python or
+    course_lib that lives in /tmp) bound again at their places, with their flags."""
+    below = [(point, flags, os.open(point, O_PATH | os.O_CLOEXEC)) for point, flags in mounts_under(target, keep_out)]
+    mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, options)
+    for point, flags, fd in below:
+        if os.path.isdir(f"/proc/self/fd/{fd}"):
+            os.makedirs(point, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(point), exist_ok=True)
+            open(point, "a").close()
+        mount(f"/proc/self/fd/{fd}", point, None, MS_BIND)
+        mount(None, point, None, MS_BIND | MS_REMOUNT | flags)
+        os.close(fd)
+
+
 def drop_bounding_set():
     """No capability can be regained by exec (needs CAP_SETPCAP: before the change of uid)."""
     for cap in range(64):
@@ -100,7 +135,8 @@ def kernel_child(req, cfg):
     check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     if req.get("probe"):
         caps = [ln.split()[1] for ln in open("/proc/self/status") if ln.startswith(("CapEff", "CapPrm"))]
-        os._exit(0 if os.getpid() == 1 and set(caps) == {"0000000000000000"} else 71)
+        python = os.path.isfile(sys.executable) and os.path.isdir(os.path.join(sys.prefix, "lib"))
+        os._exit(0 if os.getpid() == 1 and set(caps) == {"0000000000000000"} and python else 71)
     for name, value in req["rlimits"].items():
         r = getattr(resource, name)
         soft, hard = resource.getrlimit(r)
@@ -144,8 +180,9 @@ def kernel_first(req, cfg):
         lim = req["limits"]
         run = os.open(req["rundir"], O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         stage = os.open(req["stage"], O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        os.umask(0o022)
         mount("tmpfs", cfg["home"], "tmpfs", MS_NOSUID | MS_NODEV, f"size={lim['home_mb'] * 2**20},mode=0755{owner}")
-        mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={lim['tmp_mb'] * 2**20},mode=1777")
+        fresh_tmpfs("/tmp", f"size={lim['tmp_mb'] * 2**20},mode=1777", cfg["spool"])
         if os.path.isdir("/dev/shm"):
             mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"size={lim['tmp_mb'] * 2**20},mode=1777")
         # the spool (every submission's folder of this worker) is hidden (a spool in /tmp is
@@ -153,7 +190,6 @@ def kernel_first(req, cfg):
         # sockets are there); folders made for it are root's
         if os.path.isdir(cfg["spool"]):
             mount("tmpfs", cfg["spool"], "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755")
-        os.umask(0o022)
         os.makedirs(req["rundir"], exist_ok=True)
         mount(f"/proc/self/fd/{run}", req["rundir"], None, MS_BIND)
         mount(f"/proc/self/fd/{stage}", cfg["staging"], None, MS_BIND)
