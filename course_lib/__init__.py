@@ -31,15 +31,20 @@ from .analysis import crossover_batch, intensity_limit, max_batch_size, speedup
 # with the course's (this costs ~0.15 s of the import).
 registry()
 
-# In a notebook, figures carry a text alternative written from their data (course_lib.alt_text).
 from .figure_display import enable as _show_figures_with_alt_text
-
-_show_figures_with_alt_text()
-
-# In a notebook, a failed check or an unanswered cell shows one line, not a traceback.
 from .notebook_errors import install as _install_notebook_errors
 
-_install_notebook_errors()
+
+def attach_to_ipython() -> None:
+    """In an IPython kernel: figures carry a text alternative written from their data
+    (course_lib.alt_text), and a failed check or an unanswered cell shows one line, not a
+    traceback. Done at import; a kernel that imported course_lib before its shell existed (the
+    grader's warm kernels, autograder.sandbox.zygote) calls it again once the shell is up."""
+    _show_figures_with_alt_text()
+    _install_notebook_errors()
+
+
+attach_to_ipython()
 
 __version__ = "0.1.0"
 

@@ -83,6 +83,12 @@ def _grep(paths):
             pass
     return hits
 status = dict(l.split(":", 1) for l in open("/proc/self/status") if ":" in l)
+def _figure_hook():
+    from matplotlib.figure import Figure
+    try:
+        return get_ipython().display_formatter.mimebundle_formatter.lookup_by_type(Figure).__name__
+    except KeyError:
+        return None
 print(json.dumps({{
     "pid": os.getpid(), "uid": os.getuid(), "cwd": os.getcwd(), "home": sorted(os.listdir(os.path.expanduser("~/a1"))),
     "caps": [status[k].strip() for k in ("CapEff", "CapPrm", "CapBnd", "CapAmb")],
@@ -92,6 +98,8 @@ print(json.dumps({{
     "spool": sorted(os.listdir({{spool!r}})),
     "env": {{k: v for k, v in os.environ.items() if k.startswith("ROOFLINE_") or _SECRET in v}},
     "preloaded": "course_lib" in sys.modules,
+    "custom_exc": [e.__name__ for e in get_ipython().custom_exceptions],
+    "figure_hook": _figure_hook(),
 }}))
 '''
 
@@ -115,6 +123,8 @@ def test_a_forked_kernel_is_pid_1_unprivileged_and_sees_only_its_own_files(spool
     assert seen["spool"] == ["s1"]                             # the other submission's folder is hidden
     assert seen["env"] == {"ROOFLINE_STUDENT": "ada", "ROOFLINE_VARIANT_KEY": "k1"}
     assert seen["preloaded"]                                   # course_lib came from the zygote, not a cell
+    # ... and what it does at import in a kernel is done: figures with alt text, one-line errors
+    assert seen["figure_hook"] == "figure_bundle" and seen["custom_exc"] == ["NotImplementedError"]
 
 
 def test_the_next_kernel_starts_from_the_zygote_not_from_the_last_kernel(spool, tmp_path):

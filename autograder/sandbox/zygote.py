@@ -28,6 +28,9 @@ How a forked kernel is made clean, and why that is as strong as a new bwrap sand
   (address space, tasks, file size, no core), the student's environment (variant key) set
   after the preload, so what was imported cannot have read it: course_lib reads the key when
   asked (course_lib.questions.variants.identity), never at import.
+* What a package does at import only inside a kernel (course_lib: figures with their text
+  alternative, one-line errors) is done in each kernel once its shell exists (SHELL_HOOKS);
+  matplotlib-inline and ipywidgets, which register with the shell at import, are not preloaded.
 * What a fork shares with its siblings is what the zygote imported, read-only in effect
   (copy-on-write): a kernel that monkeypatches course_lib changes its own copy. numpy's global
   random state is reseeded in each kernel (random reseeds itself after a fork).
@@ -64,6 +67,11 @@ PRELOAD = ("ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.debugger", "I
            "matplotlib.pyplot", "pint")
 
 
+#: what a preloaded package does at import only inside an IPython kernel (the zygote has none):
+#: called in each kernel once its shell exists ("module:function")
+SHELL_HOOKS = ("course_lib:attach_to_ipython",)
+
+
 class ZygoteError(RuntimeError):
     """The warm-kernel process could not start or answer."""
 
@@ -83,7 +91,8 @@ class Zygote:
         self.spool = spec.zygote
         self.lock = threading.Lock()
         preload = list(PRELOAD) + [p for p in spec.packages if p not in PRELOAD]
-        cfg = {"preload": preload, "spool": self.spool, "staging": STAGING, "home": SANDBOX_HOME, "uid": spec.uid}
+        cfg = {"preload": preload, "spool": self.spool, "staging": STAGING, "home": SANDBOX_HOME, "uid": spec.uid,
+               "shell_hooks": list(SHELL_HOOKS)}
         args = _bwrap_args(spec.ro, {self.spool: self.spool}, "/", None, spec.limits.get("tmp_mb", 256),
                            caps=zygote_caps(), dirs=[STAGING, SANDBOX_HOME])
         # a home of its own, where matplotlib finds its font list at the path the kernels' have it

@@ -159,7 +159,14 @@ def kernel_child(req, cfg):
     sys.argv = ["ipykernel_launcher", "-f", req["connection_file"]]
     from ipykernel import kernelapp
 
-    kernelapp.launch_new_instance(argv=["-f", req["connection_file"]])
+    app = kernelapp.IPKernelApp.instance()
+    app.initialize(["-f", req["connection_file"]])
+    # what a preloaded package does at import inside a kernel, it does now that there is one
+    for hook in cfg.get("shell_hooks", []):
+        module, name = hook.split(":")
+        if module in sys.modules:
+            getattr(sys.modules[module], name)()
+    app.start()
     os._exit(0)
 
 
