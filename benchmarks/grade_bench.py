@@ -168,6 +168,7 @@ def main(argv=None) -> int:
     try:
         if load:
             print(f"background load: {len(load)} busy process(es) running throughout (another job on the machine)")
+            time.sleep(60)      # the 1-minute load average catches up before it is printed as "before"
         generate(dest=work / "release", only=[a])
         roster = default_roster(args.correct, args.wrong, BENCH_KINDS)
         manifest = make_class(a, work / "class", release_dir=work / "release", roster=roster, answers_dir=ANSWERS)

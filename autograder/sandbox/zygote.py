@@ -13,10 +13,9 @@ How a forked kernel is made clean, and why that is as strong as a new bwrap sand
   someone (so "warm" is the interpreter, not a reused kernel).
 * The zygote itself is sandboxed as a cold kernel is (bubblewrap: a tmpfs root holding only
   the system folders, the Python install and course_lib read-only, no network, its own pid
-  namespace), plus the worker's kernel spool. It keeps CAP_SYS_ADMIN (mounts, namespaces),
-  CAP_SETUID/SETGID (the uid drop), CAP_SETPCAP (emptying the bounding set) and CAP_KILL (to kill
-  a kernel of another uid) for the first
-  process of each kernel; the kernel drops them all.
+  namespace), plus the worker's kernel spool. For the first process of each kernel it keeps
+  CAP_SYS_ADMIN (mounts, namespaces), CAP_SETUID/SETGID (the uid drop), CAP_SETPCAP (emptying
+  the bounding set) and CAP_KILL (killing a kernel of another uid); the kernel drops them all.
 * Per submission, the first process takes new mount, pid, network, IPC and UTS namespaces; a
   new tmpfs home (holding a copy of the student's files only), /tmp and /dev/shm; the spool
   hidden but for its own run directory. The kernel is pid 1 of its pid namespace with a /proc
@@ -95,16 +94,17 @@ class Zygote:
                "shell_hooks": list(SHELL_HOOKS)}
         args = _bwrap_args(spec.ro, {self.spool: self.spool}, "/", None, spec.limits.get("tmp_mb", 256),
                            caps=zygote_caps(), dirs=[STAGING, SANDBOX_HOME])
-        # a home of its own, where matplotlib finds its font list at the path the kernels' have it
-        # (matplotlib fixes its folders at import)
-        args[-2:-2] = ["--perms", "0755", "--size", str(2**20 * 16), "--tmpfs", SANDBOX_HOME]
+        # its program; and a home of its own, where matplotlib finds its font list at the path
+        # the kernels' have it (matplotlib fixes its folders at import)
+        extra = ["--ro-bind", zygote_program.__file__, PROGRAM,
+                 "--perms", "0755", "--size", str(2**20 * 16), "--tmpfs", SANDBOX_HOME]
         if mpl_cache:
-            args[-2:-2] = ["--ro-bind", mpl_cache, MPL_STAGE]
+            extra += ["--ro-bind", mpl_cache, MPL_STAGE]
             cfg["mpl_cache"] = MPL_STAGE
+        args[-2:-2] = extra          # before its final --chdir
         env = {**spec.env, "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
         env.pop("ROOFLINE_VARIANT_KEY", None), env.pop("ROOFLINE_STUDENT", None)
         self.log = open(log_file, "ab")
-        args[-2:-2] = ["--ro-bind", zygote_program.__file__, PROGRAM]
         self.proc = LineProcess([*args, "--", sys.executable, PROGRAM, json.dumps(cfg)], env=env, cwd="/",
                                 stderr=self.log, error=ZygoteError, what="the warm-kernel process")
         first = self.proc.read(spec.limits.get("startup_timeout", 60))
@@ -183,8 +183,10 @@ class WarmKernel:
     terminate = kill
 
 
-_ZYGOTES: dict[str, Zygote] = {}
-_UNAVAILABLE: dict[str, str] = {}
+_ZYGOTES: dict[str, Zygote] = {}          # spool -> this process's zygote for it
+_UNAVAILABLE: dict[str, str] = {}         # spool -> why no zygote could start
+_SPOOLS: dict[str, Path] = {}             # work folder -> its spool (warm_spool)
+_SHORT: list = []                         # the RunDirs of spools made short in /tmp
 
 
 def zygote_for(spec: SandboxSpec, mpl_cache: str | None) -> Zygote | None:
@@ -208,8 +210,8 @@ def kernel_kind(spec: SandboxSpec) -> str:
     """How `spec`'s kernel starts: "warm", "cold" (asked for) or "cold: why warm could not"."""
     if not spec.zygote:
         return "cold"
-    if spec.zygote in _UNAVAILABLE or zygote_for(spec, matplotlib_cache()) is None:
-        return f"cold: {_UNAVAILABLE.get(spec.zygote, 'the warm-kernel process did not start')}"
+    if zygote_for(spec, matplotlib_cache()) is None:
+        return f"cold: {_UNAVAILABLE[spec.zygote]}"
     return "warm"
 
 
@@ -229,10 +231,6 @@ def forget_zygotes() -> None:
     _UNAVAILABLE.clear()
     _SPOOLS.clear()
     _SHORT.clear()
-
-
-_SPOOLS: dict[str, Path] = {}
-_SHORT: list = []
 
 
 def warm_spool(work: Path) -> Path:

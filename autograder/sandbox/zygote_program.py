@@ -1,9 +1,8 @@
 """The warm-kernel program (autograder.sandbox.zygote.Zygote runs it; the design is in zygote.py).
 
 It runs as `python /run/autograder-zygote.py <config>` (this file, bound read-only there) in a
-bubblewrap sandbox of its own, started
-once per grading worker, where only the Python install, course_lib and the worker's kernel spool
-are visible (not the autograder package): so it imports only the standard library and what it
+bubblewrap sandbox of its own, started once per grading worker, where only the Python install,
+course_lib and the worker's kernel spool are visible (not the autograder package): so it imports only the standard library and what it
 preloads, and does nothing when imported. It never runs a student's code itself. It imports what
 every kernel imports (ipykernel, IPython, numpy, matplotlib.pyplot, course_lib), then answers
 one JSON request a line on stdin:
