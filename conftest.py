@@ -35,6 +35,7 @@ SLOW_FILES = {
     "test_autograder_class.py": "grades a synthetic class end to end",
     "test_autograder_trust.py": "grades tampered submissions end to end",
     "test_autograder_units.py": "grades the tiny course end to end",
+    "test_cli_commands.py": "runs every autograder command as a child process on the tiny course",
     "test_grading_roundtrip.py": "grades every lesson with nbgrader",
     "test_prediction_grading.py": "grades through the nbgrader exchange",
     "test_deploy.py": "builds virtual environments and the student repository",

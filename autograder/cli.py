@@ -366,9 +366,8 @@ def cmd_variants(args) -> int:
     _assignment_names(course, [args.assignment], False)
     students = list(args.students or [])
     if args.from_gradebook:
-        from nbgrader.api import Gradebook
 
-        with Gradebook(course.db_url) as gb:
+        with course.gradebook() as gb:
             students += [st.id for st in gb.students if st.id not in students]
     students += [s for s in course.students(args.assignment) if s not in students]
     if not students:

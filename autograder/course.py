@@ -18,9 +18,10 @@ from pathlib import Path
 
 from course_lib.exercises.question_ids import metadata, question_of, role_of
 
-from autograder.authoring.release import (HEADER_FILE, REPO, RELEASE, SOURCE, assignments, ensure_tools_on_path, insert_header,
-                      nbgrader_config)
+from autograder.authoring.release import (HEADER_FILE, REPO, RELEASE, SOURCE, assignments, insert_header,
+                                          nbgrader_config)
 from autograder.cell_code import HIDDEN_BEGIN, assigned_names, used_names
+from autograder.gradebook import open_gradebook, prepare
 
 from autograder.locate import DEFAULT_COURSE_ID
 
@@ -68,6 +69,11 @@ class Course:
     def state(self) -> Path:
         """The autograder's own bookkeeping (fingerprints, logs); a dot-folder nbgrader ignores."""
         return self.autograded / ".autograder"
+
+    def gradebook(self):
+        """The course's nbgrader gradebook, created if new (autograder.gradebook): `with
+        course.gradebook() as gb: ...`. The one way a command opens it."""
+        return open_gradebook(self.db_url)
 
     def assignments(self) -> list[str]:
         return assignments(self.source)
@@ -118,8 +124,8 @@ def ensure_assignment(course: Course, assignment: str, release: Path | None = No
 
     if not (course.source / assignment).is_dir():
         raise SystemExit(f"no assignment {assignment!r} in {course.source}")
-    ensure_tools_on_path()
     course.root.mkdir(parents=True, exist_ok=True)
+    prepare(course.db_url)                 # nbgrader's generate_assignment opens it
     with tempfile.TemporaryDirectory(prefix="autograder-release-") as tmp:
         api = NbGraderAPI(config=course.config(release=Path(release or tmp)))
         result = api.generate_assignment(assignment, force=True, create=True)

@@ -78,11 +78,12 @@ GRADE = textwrap.dedent('''
     from nbgrader.api import Gradebook
     from nbgrader.apps import NbGraderAPI
     from autograder.authoring.cells import read_source
-    from autograder.authoring.release import ensure_tools_on_path, nbgrader_config
+    from autograder.authoring.release import nbgrader_config
+    from autograder.gradebook import prepare
 
-    ensure_tools_on_path()
     root, a, nb, wrong = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
     config = nbgrader_config(root)
+    prepare(config.CourseDirectory.db_url)
     api = NbGraderAPI(config=config)
     gen = api.generate_assignment(a, force=True, create=True)
     assert gen["success"], gen

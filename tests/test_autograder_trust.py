@@ -166,9 +166,8 @@ def test_tampering_earns_nothing_and_is_reported(run):
     status = json.loads((run["course"].state / "t3" / "monkey.json").read_text())
     assert {d["cell"] for d in status["disagreements"]} == {"t3units_q1_correct", "t3units_q2_correct"}
     # where the instructor looks: nbgrader's flag (the Formgrader), the export, the report
-    from nbgrader.api import Gradebook
 
-    with Gradebook(run["course"].db_url) as gb:
+    with run["course"].gradebook() as gb:
         flagged = {s: gb.find_submission_notebook("units", "t3", s).flagged for s in EXPECTED}
     # (these synthetic notebooks carry no prediction record, which is flagged too: issue 15's rule)
     assert flagged["monkey"], flagged
@@ -321,9 +320,8 @@ def test_manual_grading_awaits_then_shows_and_survives_a_regrade(run, tmp_path):
     assert "right" in listing and "units/t3units_q2_reflection: 1 of 1" in listing
     # a regrade keeps the manual scores
     run_cli("grade", "t3", "--force", "--student", "right", "--student", "gib", *common, *FAST, *NO_SANDBOX_FLAG)
-    from nbgrader.api import Gradebook
 
-    with Gradebook(c.db_url) as gb:
+    with c.gradebook() as gb:
         assert gb.find_grade(REFLECTION, "units", "t3", "right").manual_score == 1.0
         assert gb.find_grade(REFLECTION, "units", "t3", "gib").manual_score == 0.5
 
@@ -573,9 +571,8 @@ def test_collect_from_the_nbgrader_exchange_and_release_feedback(course, tmp_pat
     for where in (c.autograded, c.feedback):
         assert (where / "ann" / "t1" / "timestamp.txt").read_text() == new
         assert (where / "ann" / "t1" / "submission_secret.txt").read_text() == "s3cret-new"
-    from nbgrader.api import Gradebook
 
-    with Gradebook(c.db_url) as gb:
+    with c.gradebook() as gb:
         assert str(gb.find_submission("t1", "ann").timestamp).startswith("2030-01-02 09:30")
     # nbgrader's own release_feedback finds what it needs
     from nbgrader.apps import NbGraderAPI
@@ -590,7 +587,6 @@ def test_collect_from_the_nbgrader_exchange_and_release_feedback(course, tmp_pat
 def test_collect_moodle_folders_and_canvas_late_with_the_late_penalty(course, tmp_path):
     import datetime as dt
 
-    from nbgrader.api import Gradebook
 
     c = Course(root=tmp_path / "c", source=course.source, release=course.release)
     c.root.mkdir(parents=True)
@@ -600,7 +596,7 @@ def test_collect_moodle_folders_and_canvas_late_with_the_late_penalty(course, tm
 
     ensure_assignment(c, "t1")
     due = dt.datetime(2030, 1, 1, 12, 0, 0)
-    with Gradebook(c.db_url) as gb:
+    with c.gradebook() as gb:
         gb.update_or_create_assignment("t1", duedate=due)
     good = student_nb(course, "t1", "one")
     moodle = tmp_path / "moodle"
@@ -610,7 +606,7 @@ def test_collect_moodle_folders_and_canvas_late_with_the_late_penalty(course, tm
     out = run_cli("collect", "t1", moodle, *common).stdout
     assert "collected 2" in out and (c.submitted / "alice_ng" / "t1" / "one.ipynb").is_file()
     assert (c.submitted / "zoe_muller" / "t1").is_dir()
-    with Gradebook(c.db_url) as gb:
+    with c.gradebook() as gb:
         st = gb.find_student("alice_ng")
         assert (st.first_name, st.last_name) == ("Alice", "Ng")
     canvas = tmp_path / "canvas"

@@ -62,7 +62,6 @@ def test_the_policy_reaches_nbgraders_late_penalty_config(tmp_path):
 
 def test_release_due_sets_the_gradebook_and_an_extension_is_recorded(tmp_path):
     import nbformat
-    from nbgrader.api import Gradebook
 
     from tiny_course import tiny_notebook
 
@@ -73,7 +72,7 @@ def test_release_due_sets_the_gradebook_and_an_extension_is_recorded(tmp_path):
     p = run_cli("release", "t1", "--due", "2027-02-01T23:59", *args, check=False)
     assert p.returncode != 0 and "time zone" in p.stderr
     run_cli("release", "t1", "--due", "2027-02-01T23:59+01:00", *args)
-    with Gradebook(course.db_url) as gb:
+    with course.gradebook() as gb:
         assert gb.find_assignment("t1").duedate == dt.datetime(2027, 2, 1, 22, 59)
     p = run_cli("extend", "t1", "bob", "--until", "2027-02-03T12:00Z", *args, check=False)
     assert p.returncode != 0 and "--reason" in p.stderr

@@ -148,9 +148,8 @@ def graded(tmp_path_factory):
     g = run_cli("grade", "t3", *common, *FAST, "-j", "2", *([] if SANDBOX else ["--no-sandbox"]),
                 check=False, timeout=1200)
     fb = run_cli("feedback", "t3", *common, check=False)
-    from nbgrader.api import Gradebook
 
-    with Gradebook(c.db_url) as gb:
+    with c.gradebook() as gb:
         st = gb.find_student(NAMED)
         st.first_name, st.last_name = HOSTILE_NAME, HOSTILE_NAME
         gb.db.commit()

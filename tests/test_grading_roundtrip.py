@@ -120,12 +120,13 @@ def graded(tmp_path_factory):
     from nbgrader.api import Gradebook
     from nbgrader.apps import NbGraderAPI
 
-    from autograder.authoring.release import ensure_tools_on_path, nbgrader_config
+    from autograder.authoring.release import nbgrader_config
+    from autograder.gradebook import prepare
 
-    ensure_tools_on_path()
     root = tmp_path_factory.mktemp("course")
     shutil.copytree(SOLUTIONS, root / "source", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     config = kernel_config(nbgrader_config(root))
+    prepare(config.CourseDirectory.db_url)          # nbgrader's apps open it; no `alembic` command
     api = NbGraderAPI(config=config)
 
     result = {"root": root, "errors": {}, "scores": {}, "plans": {}, "config": config}

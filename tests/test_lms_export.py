@@ -40,11 +40,9 @@ CELLS = {"q1": 3.0, "q2": 2.0, "q3": 5.0}
 
 
 def build_gradebook(course: Course, seed: int) -> None:
-    from nbgrader.api import Gradebook
-
     rng = random.Random(seed)
     course.root.mkdir(parents=True, exist_ok=True)
-    with Gradebook(course.db_url) as gb:
+    with course.gradebook() as gb:
         gb.add_assignment(A)
         gb.add_notebook("hello_roofline", A)
         for cell, top in CELLS.items():
@@ -72,10 +70,9 @@ def build_gradebook(course: Course, seed: int) -> None:
 def gradebook_scores(course: Course, late: bool = True) -> dict[str, float]:
     """What should be posted, read from the gradebook: the score minus the late penalty for each
     graded, unflagged, fully graded submission (the rule of autograder.lms.rules)."""
-    from nbgrader.api import Gradebook
 
     out = {}
-    with Gradebook(course.db_url) as gb:
+    with course.gradebook() as gb:
         for sub in gb.find_assignment(A).submissions:
             if sub.student.id == "fay" or sub.needs_manual_grade or any(nb.flagged for nb in sub.notebooks):
                 continue
@@ -167,11 +164,9 @@ def test_export_posts_exactly_the_gradebook_scores_and_a_second_run_changes_noth
 
 
 def test_a_changed_score_updates_the_same_line_item(lms, capsys):
-    from nbgrader.api import Gradebook
-
     platform, course, tmp_path = lms
     assert export(course, tmp_path, "--lms") == 0
-    with Gradebook(course.db_url) as gb:
+    with course.gradebook() as gb:
         g = gb.find_grade("q3", "hello_roofline", A, "ann")
         g.manual_score = 0.0 if (g.auto_score or 0) > 0 else 5.0
         gb.db.commit()

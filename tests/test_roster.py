@@ -15,9 +15,7 @@ def _course(tmp_path) -> Course:
 
 
 def _people(course) -> dict:
-    from nbgrader.api import Gradebook
-
-    with Gradebook(course.db_url) as gb:
+    with course.gradebook() as gb:
         return {st.id: (st.first_name, st.last_name, st.email) for st in gb.students}
 
 
@@ -37,11 +35,9 @@ def test_a_roster_fills_in_names_and_refuses_what_is_not_one(tmp_path):
 
 
 def test_accounts_name_the_students_who_have_none(tmp_path, monkeypatch):
-    from nbgrader.api import Gradebook
-
     course = _course(tmp_path)
     course.root.mkdir(parents=True)
-    with Gradebook(course.db_url) as gb:
+    with course.gradebook() as gb:
         for s in ("ann", "bob", "cyd"):
             gb.add_student(s)
         gb.update_or_create_student("cyd", first_name="Cy", last_name="D")

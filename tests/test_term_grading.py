@@ -47,10 +47,8 @@ def term(tmp_path_factory):
 
 
 def _gradebook(course):
-    from nbgrader.api import Gradebook
-
     out = {}
-    with Gradebook(course.db_url) as gb:
+    with course.gradebook() as gb:
         for sub in gb.find_assignment(A).submissions:
             nb = sub.notebooks[0]
             out[sub.student.id] = {"penalty": nb.late_submission_penalty or 0.0, "score": nb.score,

@@ -28,13 +28,11 @@ def course(tmp_path_factory):
 
 
 def _course(course, tmp_path, due=None):
-    from nbgrader.api import Gradebook
-
     c = Course(root=tmp_path / "c", source=course.source, release=course.release)
     c.root.mkdir(parents=True)
     ensure_assignment(c, "t1")
     if due:
-        with Gradebook(c.db_url) as gb:
+        with c.gradebook() as gb:
             gb.update_or_create_assignment("t1", duedate=due)
     return c, ["--root", c.root, "--source", c.source, "--release-dir", c.release]
 
@@ -63,8 +61,6 @@ def _moodle(folder, names, course):
 
 
 def test_moodle_participants_whose_names_give_one_id_are_refused_never_replaced(course, tmp_path):
-    from nbgrader.api import Gradebook
-
     c, common = _course(course, tmp_path)
     first = tmp_path / "first"
     _moodle(first, ["Bob Smith_123_assignsubmission_file_", "Bob Smith!_124_assignsubmission_file_",
@@ -77,7 +73,7 @@ def test_moodle_participants_whose_names_give_one_id_are_refused_never_replaced(
     alone = tmp_path / "alone"
     _moodle(alone, ["Bob Smith_123_assignsubmission_file_"], course)
     run_cli("collect", "t1", alone, *common)
-    with Gradebook(c.db_url) as gb:
+    with c.gradebook() as gb:
         assert gb.find_student("bob_smith").lms_user_id == "123"
     again = tmp_path / "again"
     _moodle(again, ["Bob Smith_123_assignsubmission_file_", "Bob Smith!_124_assignsubmission_file_"], course)
@@ -159,9 +155,7 @@ def _work(course, n):
 
 
 def _gradebook(c, student):
-    from nbgrader.api import Gradebook
-
-    with Gradebook(c.db_url) as gb:
+    with c.gradebook() as gb:
         st = gb.find_student(student)
         return st.first_name, st.last_name, st.lms_user_id
 

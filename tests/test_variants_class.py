@@ -183,10 +183,9 @@ def test_the_export_shows_each_students_numbers(graded):
 
 def test_a_possible_copy_is_flagged_where_the_instructor_looks(graded):
     """issue 34: the Formgrader's flag, the export's flag and copies columns, the report's student table."""
-    from nbgrader.api import Gradebook
 
     c = graded["copier"]
-    with Gradebook(graded["course"].db_url) as gb:
+    with graded["course"].gradebook() as gb:
         flagged = {sub.student.id: any(nb.flagged for nb in sub.notebooks) for sub in gb.find_assignment(A).submissions}
     assert flagged[c], flagged
     assert "POSSIBLE COPY: " + c in graded["grade"].stdout          # grade runs the copy check too
@@ -196,11 +195,11 @@ def test_a_possible_copy_is_flagged_where_the_instructor_looks(graded):
     students = {r["student"]: r for r in csv.DictReader((graded["root"] / "reports" / A / "students.csv").open())}
     assert graded["friend"] in students[c]["copies"] and "possible copy" in students[c]["flags"], students[c]
     # an instructor who unflags after looking is not overruled by the next report
-    with Gradebook(graded["course"].db_url) as gb:
+    with graded["course"].gradebook() as gb:
         for nb in gb.find_submission(A, c).notebooks:
             nb.flagged = False
         gb.db.commit()
     run_cli("report", A, "--root", graded["root"], "--source", graded["course"].source, "--release-dir",
             graded["course"].release, env={"AUTOGRADER_VARIANT_SECRET": ""})
-    with Gradebook(graded["course"].db_url) as gb:
+    with graded["course"].gradebook() as gb:
         assert not any(nb.flagged for nb in gb.find_submission(A, c).notebooks)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
+from autograder.gradebook import open_gradebook, prepare
 
 # The development checkout this package is imported from (an editable install: `make release`,
 # the tests). An installed copy has no course next to it: the CLI locates the course instead
@@ -27,54 +28,6 @@ HEADER_MARK = f"<!-- {HEADER_FILE}: the header all lessons share, put here by ma
 def assignments(source: Path = SOURCE) -> list[str]:
     """Assignment folders in solutions/, in course order."""
     return sorted(p.name for p in source.iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
-
-
-def ensure_tools_on_path() -> None:
-    """nbgrader runs `alembic` as a command to create its gradebook: put this interpreter's
-    scripts folder (the venv's bin/) on PATH so it is found without an activated venv.
-    (And spare that 2-second command where the answer can be read from nbgrader's files.)"""
-    import os
-    import sys
-
-    bindir = str(Path(sys.executable).parent)
-    if bindir not in os.environ.get("PATH", "").split(os.pathsep):
-        os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
-    _fast_alembic_version()
-
-
-def alembic_head() -> str | None:
-    """The head revision of nbgrader's gradebook migrations, read from its alembic scripts:
-    what `alembic heads` prints, which nbgrader runs (a 2 s subprocess) for every new gradebook."""
-    import re
-
-    import nbgrader
-
-    versions = Path(nbgrader.__file__).parent / "alembic" / "versions"
-    revisions, downs = set(), set()
-    for f in versions.glob("*.py"):
-        text = f.read_text()
-        m = re.search(r"^revision\s*=\s*['\"]([0-9A-Za-z_]+)['\"]", text, re.M)
-        if m:
-            revisions.add(m.group(1))
-        d = re.search(r"^down_revision\s*=\s*(.+)$", text, re.M)
-        if d:
-            downs.update(re.findall(r"['\"]([0-9A-Za-z_]+)['\"]", d.group(1)))
-    heads = revisions - downs
-    return heads.pop() if len(heads) == 1 else None
-
-
-def _fast_alembic_version() -> None:
-    import nbgrader.api
-
-    if getattr(nbgrader.api.get_alembic_version, "_autograder", False):
-        return
-    head = alembic_head()
-    if head:
-        def get_alembic_version() -> str:
-            return head
-
-        get_alembic_version._autograder = True
-        nbgrader.api.get_alembic_version = get_alembic_version
 
 
 def nbgrader_config(root: Path, source="source", release="release", db: Path | None = None):
@@ -104,7 +57,6 @@ def generate(dest: Path = RELEASE, only: list[str] | None = None, source: Path =
     """Generate the student release of each assignment into `dest`; returns the notebooks written."""
     from nbgrader.apps import NbGraderAPI
 
-    ensure_tools_on_path()
     dest = Path(dest)
     written = []
     with tempfile.TemporaryDirectory(prefix="release-") as tmp:
@@ -115,7 +67,9 @@ def generate(dest: Path = RELEASE, only: list[str] | None = None, source: Path =
         header = source / HEADER_FILE
         for nb in (root / "source").glob("*/*.ipynb"):
             insert_header(nb, header.read_text() if header.is_file() else None)
-        api = NbGraderAPI(config=nbgrader_config(root))
+        config = nbgrader_config(root)
+        prepare(config.CourseDirectory.db_url)         # nbgrader's generate_assignment opens it
+        api = NbGraderAPI(config=config)
         for a in only or assignments(source):
             result = api.generate_assignment(a, force=True, create=True)
             if not result["success"]:
@@ -151,12 +105,10 @@ def release_to_exchange(names: list[str], exchange, release: Path = RELEASE, cou
     finds them) or the plugin nbgrader's configuration selects (autograder.locate.PluginExchange:
     the hub's course service). The assignment is recorded in a throw-away gradebook (nbgrader
     checks it)."""
-    from nbgrader.api import Gradebook
     from nbgrader.apps import NbGraderAPI
 
     from autograder.locate import PluginExchange
 
-    ensure_tools_on_path()
     plugin = exchange if isinstance(exchange, PluginExchange) else None
     if plugin is None:
         exchange = Path(exchange)
@@ -173,7 +125,7 @@ def release_to_exchange(names: list[str], exchange, release: Path = RELEASE, cou
         c.ExchangeReleaseAssignment.force = True     # releasing again replaces the old copy
         api = NbGraderAPI(config=c)
         for a in names:
-            with Gradebook(c.CourseDirectory.db_url, course_id) as gb:
+            with open_gradebook(c.CourseDirectory.db_url, course_id) as gb:
                 gb.update_or_create_assignment(a)
             result = api.release_assignment(a)
             if not result["success"]:

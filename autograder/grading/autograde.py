@@ -31,6 +31,7 @@ from autograder.sandbox.execute import RECORDER_REPLACED
 from autograder.integrity import predictions, verify
 from autograder.authoring import variants
 from autograder.integrity import ledger as hub_ledger
+from autograder.gradebook import open_gradebook
 
 #: all the grader's own work on what a submission supplies, outside the sandbox, together: reading
 #: its notebooks (repair), its prediction record (file and receipts), the hub's ledger against it,
@@ -188,9 +189,9 @@ def _fast_private_gradebooks() -> None:
 
 def read_submission(db_url: str, assignment: str, student: str) -> dict | None:
     """A student's submission in a gradebook as plain data."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
-    with Gradebook(db_url) as gb:
+    with open_gradebook(db_url) as gb:
         try:
             sub = gb.find_submission(assignment, student)
         except MissingEntry:
@@ -243,7 +244,6 @@ def _apply_clean_verdicts(root: Path, a: str, student: str, dest: Path, job: dic
     the autograded notebooks). `budget`: what deciding on the prediction record and building
     the verify inputs from it may take (the rest of the submission's PARSE_SECONDS)."""
     import nbformat.v4
-    from nbgrader.api import Gradebook
 
     tests = verify.from_json(job["tests"])
     notebooks = {}
@@ -263,7 +263,7 @@ def _apply_clean_verdicts(root: Path, a: str, student: str, dest: Path, job: dic
                                env=variants.kernel_env(job.get("variant_key", ""), student))
     verdicts, flags = {}, []
     gb_url = "sqlite:///" + str(root / "gradebook.db")
-    with Gradebook(gb_url) as gb:
+    with open_gradebook(gb_url) as gb:
         for nb_name, cells in tests.items():
             nb = notebooks.get(nb_name)
             if nb is None:
@@ -503,11 +503,10 @@ def _repair(mine: Path, job: dict, notes: list) -> None:
 def _private_student(root: Path, job: dict) -> None:
     """The student's gradebook record and extension, copied into the private gradebook (late
     penalties and the merged record need them)."""
-    from nbgrader.api import Gradebook
 
     a, student = job["assignment"], job["student"]
     if job.get("student_record") or job.get("extension"):
-        with Gradebook("sqlite:///" + str(root / "gradebook.db")) as gb:
+        with open_gradebook("sqlite:///" + str(root / "gradebook.db")) as gb:
             gb.update_or_create_student(student, **(job.get("student_record") or {}))
             if job.get("extension"):
                 import datetime as dt

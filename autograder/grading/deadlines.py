@@ -63,10 +63,9 @@ def _aware(when: dt.datetime | None) -> dt.datetime | None:
 
 def set_due(course: Course, assignment: str, due: dt.datetime) -> dt.datetime:
     """Record `due` as the assignment's due date in the gradebook (created if needed)."""
-    from nbgrader.api import Gradebook
 
     course.root.mkdir(parents=True, exist_ok=True)
-    with Gradebook(course.db_url) as gb:
+    with course.gradebook() as gb:
         gb.update_or_create_assignment(assignment, duedate=_naive_utc(due))
     for student, ext in extensions(course, assignment).items():   # an earlier extension keeps its end
         apply_extension(course, assignment, student, ext)
@@ -77,9 +76,9 @@ def due_date(course: Course, assignment: str) -> dt.datetime | None:
     """The assignment's due date (aware, UTC) from the gradebook, or None."""
     if not course.db.is_file():
         return None
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
-    with Gradebook(course.db_url) as gb:
+    with course.gradebook() as gb:
         try:
             return _aware(gb.find_assignment(assignment).duedate)
         except MissingEntry:
@@ -177,10 +176,10 @@ def apply_extension(course: Course, assignment: str, student: str, ext: Extensio
     """Put the extension (or none) on the student's submission in the gradebook, if it is there."""
     if not course.db.is_file():
         return
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
     delta = extension_delta(course, assignment, student, ext) if ext else None
-    with Gradebook(course.db_url) as gb:
+    with course.gradebook() as gb:
         try:
             sub = gb.find_submission(assignment, student)
         except MissingEntry:
@@ -241,10 +240,10 @@ def reassess(course: Course, assignment: str, student: str) -> None:
     on the score with the manual grades in it (a worker's private gradebook has none), against
     the due date and the student's extension as they are now."""
     from nbformat.v4 import new_notebook
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
     from nbgrader.preprocessors import AssignLatePenalties
 
-    with Gradebook(course.db_url) as gb:
+    with course.gradebook() as gb:
         try:
             names = [nb.name for nb in gb.find_submission(assignment, student).notebooks]
         except MissingEntry:

@@ -51,7 +51,6 @@ from autograder.integrity.flags import Flag, Reason
 from autograder.grading.merge import flag_submission, merge_submission
 from autograder.grading.preflight import (PREFLIGHT_CELL_TIMEOUT, GradingRefused, derived_timeouts, base_job,
                         run_preflight, saved_preflight)
-from autograder.authoring.release import ensure_tools_on_path
 from autograder.grading.rundir import RunDir, clean_stale
 from autograder.sandbox.bwrap import INSTALL_HELP, UNSANDBOXED_WARNING, Limits, matplotlib_cache, package_dirs, probe
 from autograder.grading.status import WHOLE, grading_status, status_path, write_json
@@ -59,6 +58,7 @@ from autograder.integrity import predictions, verify
 from autograder.authoring import variants
 from autograder.integrity import ledger as hub_ledger
 from autograder.grading import deadlines, regrade
+from autograder.gradebook import open_gradebook, prepare
 
 log = logging.getLogger("autograder")
 
@@ -132,13 +132,13 @@ def _fingerprint(course: Course, assignment: str, student: str, sandboxed: bool,
 
 
 def _up_to_date(course: Course, assignment: str, student: str, fp: str) -> bool:
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
     st = grading_status(course, assignment, student)
     if st.get("status", "graded") != "graded" or st.get("fingerprint") != fp \
             or not (course.autograded / student / assignment).is_dir():
         return False
-    with Gradebook(course.db_url) as gb:
+    with course.gradebook() as gb:
         try:
             gb.find_submission(assignment, student)
         except MissingEntry:
@@ -169,7 +169,7 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
     t0 = time.monotonic()
     limits = limits or Limits(cell_timeout=None, notebook_timeout=None)
     jobs = jobs or default_jobs()
-    ensure_tools_on_path()
+    prepare(course.db_url)
     clean_stale()
 
     sandbox, reason = _sandbox_or_refuse(sandbox, stream)
@@ -270,10 +270,10 @@ def _preflight(course: Course, assignment: str, run: Path, limits: Limits, sandb
 def _gradebook_entries(course: Course, assignment: str, todo: list) -> tuple[dict, dict]:
     """({student: their gradebook record}, {student: their extension, in seconds}) for the private
     gradebooks of the workers."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
     records, extensions = {}, {}
-    with Gradebook(course.db_url) as gb:
+    with course.gradebook() as gb:
         for s in todo:
             try:
                 st = gb.find_student(s)
@@ -366,10 +366,10 @@ def _finish(course: Course, assignment: str, res: Graded, fp: str, sandboxed: bo
 # ---------------------------------------------------------------------------------------------
 def scores(course: Course, assignment: str) -> dict[str, dict[str, float]]:
     """{student: {notebook: score, ...}} for the submissions of `assignment` in the gradebook."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
     out = {}
-    with Gradebook(course.db_url) as gb:
+    with course.gradebook() as gb:
         try:
             a = gb.find_assignment(assignment)
         except MissingEntry:
@@ -381,10 +381,10 @@ def scores(course: Course, assignment: str) -> dict[str, dict[str, float]]:
 
 def cell_scores(db_url: str, assignment: str) -> dict[str, dict[str, float | None]]:
     """{student: {"notebook/grade_id": auto_score}}: every test cell's auto score."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
     out = {}
-    with Gradebook(db_url) as gb:
+    with open_gradebook(db_url) as gb:
         try:
             a = gb.find_assignment(assignment)
         except MissingEntry:

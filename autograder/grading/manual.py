@@ -61,11 +61,11 @@ def _answer_text(course: Course, assignment: str, student: str, nb: str, grade_i
 
 def status(course: Course, assignment: str) -> list[dict]:
     """One row per (student, manual cell): its max points, points so far (None: not graded) and comment."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
     cells = manual_cells(course, assignment)
     rows = []
-    with Gradebook(course.db_url) as gb:
+    with course.gradebook() as gb:
         try:
             a = gb.find_assignment(assignment)
         except MissingEntry:
@@ -123,7 +123,7 @@ def read_csv(path: Path) -> list[Entry]:
 
 def enter(course: Course, assignment: str, entries: list[Entry]) -> list[str]:
     """Write the points and comments, all or nothing. Returns one line per change."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
     cells = manual_cells(course, assignment)
     where = {gid: nb for nb, ids in cells.items() for gid in ids}
@@ -140,7 +140,7 @@ def enter(course: Course, assignment: str, entries: list[Entry]) -> list[str]:
             problems.append(f"{e.student} {e.grade_id}: {e.points:g} points, expected 0 to {maxp:g}")
     if problems:
         raise SystemExit("nothing entered:\n  " + "\n  ".join(problems))
-    with Gradebook(course.db_url) as gb:
+    with course.gradebook() as gb:
         try:
             for e in entries:
                 try:

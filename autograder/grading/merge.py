@@ -3,6 +3,7 @@ crash leaves every student either fully merged or untouched), following nbgrader
 from __future__ import annotations
 
 from autograder.grading.status import WHOLE
+from autograder.gradebook import open_gradebook
 
 
 def _add_submission(db, assignment, student) -> None:
@@ -28,9 +29,9 @@ def _add_submission(db, assignment, student) -> None:
 
 def merge_submission(db_url: str, assignment: str, student: str, data: dict) -> None:
     from nbgrader import utils
-    from nbgrader.api import Gradebook, MissingEntry, Student
+    from nbgrader.api import MissingEntry, Student
 
-    with Gradebook(db_url) as gb:
+    with open_gradebook(db_url) as gb:
         db = gb.db
         try:
             try:
@@ -71,11 +72,11 @@ def flag_submission(db_url: str, assignment: str, student: str, reasons: dict) -
     """Set nbgrader's flag (the Formgrader's "Flagged?") on each notebook of the student's
     submission that `reasons` names ({notebook: [flags.Reason]}; status.WHOLE for every notebook). A flag is
     never cleared here: an instructor unflags in the Formgrader after looking."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
     if not reasons:
         return
-    with Gradebook(db_url) as gb:
+    with open_gradebook(db_url) as gb:
         try:
             sub = gb.find_submission(assignment, student)
         except MissingEntry:

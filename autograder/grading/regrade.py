@@ -24,6 +24,7 @@ from pathlib import Path
 import nbformat
 
 from autograder.course import Course
+from autograder.gradebook import open_gradebook
 
 LOG = "regrades.jsonl"
 
@@ -35,10 +36,10 @@ def log_path(course: Course) -> Path:
 def snapshot(db_url: str, assignment: str, student: str) -> dict[str, dict]:
     """{"notebook/grade_id": {"auto", "manual", "needs_manual", "score"}, "notebook/(late penalty)":
     ..., "notebook/(score)": ...} of a submission in the gradebook; {} when it is not there."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
     out = {}
-    with Gradebook(db_url) as gb:
+    with open_gradebook(db_url) as gb:
         try:
             sub = gb.find_submission(assignment, student)
         except MissingEntry:
@@ -106,9 +107,9 @@ def questions(course: Course, assignment: str) -> set[str]:
 def keep_manual_status(db_url: str, assignment: str, student: str, before: dict, unchanged: set[str]) -> None:
     """Put back "graded" (needs_manual_grade off) on each cell that had a manual score and was not
     awaiting one before the regrade, where the student's answer in it did not change."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
-    with Gradebook(db_url) as gb:
+    with open_gradebook(db_url) as gb:
         try:
             sub = gb.find_submission(assignment, student)
         except MissingEntry:

@@ -18,7 +18,7 @@ class Score:
 
 def scores(course: Course, assignment: str, students: list[str] | None = None) -> list[Score]:
     """Every graded submission's score (of `students`, or all) in the gradebook, by student id."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
     from autograder.grading import deadlines
     from autograder.grading.status import failed_students
@@ -27,7 +27,7 @@ def scores(course: Course, assignment: str, students: list[str] | None = None) -
     due = deadlines.due_date(course, assignment)
     exts = deadlines.extensions(course, assignment)
     out = []
-    with Gradebook(course.db_url) as gb:
+    with course.gradebook() as gb:
         try:
             a = gb.find_assignment(assignment)
         except MissingEntry:

@@ -195,12 +195,12 @@ def merge_shards(course: Course, assignment: str) -> MergeSummary:
 
 def _ensure_in_gradebook(course: Course, assignment: str) -> None:
     """The assignment recorded in the course gradebook (a course graded only in shards has none yet)."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
     from autograder.course import ensure_assignment
 
     if course.db.exists():
-        with Gradebook(course.db_url) as gb:
+        with course.gradebook() as gb:
             try:
                 gb.find_assignment(assignment)
                 return

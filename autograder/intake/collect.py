@@ -358,9 +358,9 @@ def _due_date(course: Course, assignment: str):
     """The assignment's due date in the course gradebook, or None (no gradebook creates one)."""
     if not course.db.is_file():
         return None
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
-    with Gradebook(course.db_url) as gb:
+    with course.gradebook() as gb:
         try:
             return gb.find_assignment(assignment).duedate
         except MissingEntry:
@@ -372,9 +372,8 @@ def _known_students(course: Course) -> dict:
     their name, else the id) and in submitted/ (folders only, no LMS id)."""
     known = {}
     if course.db.is_file():
-        from nbgrader.api import Gradebook
 
-        with Gradebook(course.db_url) as gb:
+        with course.gradebook() as gb:
             for st in gb.students:
                 name = " ".join(n for n in (st.first_name, st.last_name) if n)
                 known[st.id] = (name or st.id, str(st.lms_user_id or ""))
@@ -471,12 +470,9 @@ def _record_names(course: Course, names: dict) -> None:
     Canvas's user id) into the gradebook, never overwriting."""
     if not names:
         return
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
-    from autograder.authoring.release import ensure_tools_on_path
-
-    ensure_tools_on_path()
-    with Gradebook(course.db_url) as gb:
+    with course.gradebook() as gb:
         for student, (full, lms_id) in names.items():
             first, _, last = full.rpartition(" ")
             new = {}

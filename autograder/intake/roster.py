@@ -45,11 +45,10 @@ def read_roster(path: Path) -> list[dict]:
 
 def import_roster(course: Course, path: Path) -> int:
     """Create or update each student of the roster in the gradebook; returns how many."""
-    from nbgrader.api import Gradebook
 
     rows = read_roster(path)
     course.root.mkdir(parents=True, exist_ok=True)
-    with Gradebook(course.db_url) as gb:
+    with course.gradebook() as gb:
         for r in rows:
             gb.update_or_create_student(r["id"], **{k: v for k, v in r.items() if k != "id"})
     return len(rows)
@@ -57,9 +56,8 @@ def import_roster(course: Course, path: Path) -> int:
 
 def names_missing(course: Course) -> bool:
     """Whether no student in the gradebook has a name or e-mail."""
-    from nbgrader.api import Gradebook
 
-    with Gradebook(course.db_url) as gb:
+    with course.gradebook() as gb:
         people = list(gb.students)
         return bool(people) and not any(st.first_name or st.last_name or st.email for st in people)
 
@@ -69,12 +67,11 @@ def import_accounts(course: Course) -> int:
     without a name; returns how many were filled in."""
     import pwd
 
-    from nbgrader.api import Gradebook
 
     from autograder.intake.collect import display_name
 
     n = 0
-    with Gradebook(course.db_url) as gb:
+    with course.gradebook() as gb:
         for st in list(gb.students):
             if st.first_name or st.last_name:
                 continue

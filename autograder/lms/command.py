@@ -68,9 +68,7 @@ def run(course: Course, args) -> int:
 
 
 def _graded(course: Course) -> list[str]:
-    from nbgrader.api import Gradebook
-
-    with Gradebook(course.db_url) as gb:
+    with course.gradebook() as gb:
         names = sorted(a.name for a in gb.assignments)
     if not names:
         raise SystemExit(f"the gradebook {course.db} holds no assignment: grade something first")

@@ -26,11 +26,10 @@ class Format(enum.Enum):
 
 def write(course: Course, assignments: list[str], rule: Rule, fmt: Format, out: Path,
           roster: rosters.Roster | None = None) -> Path:
-    from nbgrader.api import Gradebook
 
     roster = roster or rosters.Roster()
     decisions = {a: {d.student: d for d in decide(course, a, rule)} for a in assignments}
-    with Gradebook(course.db_url) as gb:
+    with course.gradebook() as gb:
         people = {s.id: {"first": s.first_name or "", "last": s.last_name or "", "email": s.email or "",
                          "lms": s.lms_user_id or ""} for s in gb.students}
     students = sorted(set(people) | {s for ds in decisions.values() for s in ds})

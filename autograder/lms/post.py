@@ -54,9 +54,8 @@ class Result:
 
 def lms_ids(course: Course, roster: rosters.Roster) -> dict[str, str]:
     """student id -> LMS user id: the gradebook's lms_user_id where set, else the launch record."""
-    from nbgrader.api import Gradebook
 
-    with Gradebook(course.db_url) as gb:
+    with course.gradebook() as gb:
         own = {s.id: s.lms_user_id for s in gb.students if s.lms_user_id}
     return {**roster.lms_id, **own}
 

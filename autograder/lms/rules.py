@@ -61,9 +61,9 @@ class Decision:
 
 def decide(course: Course, assignment: str, rule: Rule) -> list[Decision]:
     """One Decision per student the gradebook knows (and each failed one), sorted by id."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
-    with Gradebook(course.db_url) as gb:
+    with course.gradebook() as gb:
         try:
             a = gb.find_assignment(assignment)
         except MissingEntry:

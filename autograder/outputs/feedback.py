@@ -55,11 +55,12 @@ from course_lib.exercises.question_ids import cell_id, is_manually_graded, metad
 
 from autograder.course import Course, default_jobs
 from autograder.cell_code import HIDDEN_BEGIN, hidden_test_lines, strip_hidden_tests
-from autograder.authoring.release import ensure_tools_on_path
+from autograder.gradebook import prepare
 from autograder.intake.safefiles import read_regular
 from autograder.outputs.limits import cap_outputs, cap_total_outputs
 from autograder.outputs.page_safety import SanitizeForPage, sanitize_notebook
 from autograder.authoring.cells import read_source
+from autograder.gradebook import open_gradebook
 
 log = logging.getLogger("autograder")
 MIN_LINE = 12     # shorter hidden lines ("else:", ")") give nothing away and are too common to match
@@ -177,13 +178,13 @@ class SafeFeedback(NbGraderPreprocessor):
 
     def _awaiting(self, nb, resources):
         """Mark the manually graded cells nobody has graded yet."""
-        from nbgrader.api import Gradebook, MissingEntry
+        from nbgrader.api import MissingEntry
 
         info = resources.get("nbgrader") or {}
         if not info.get("db_url"):
             return
         total = 0.0
-        with Gradebook(info["db_url"]) as gb:
+        with open_gradebook(info["db_url"]) as gb:
             for cell in nb.cells:
                 m = metadata(cell)
                 if not is_manually_graded(cell):
@@ -385,7 +386,7 @@ def _feedback_one(args) -> dict:
 def feedback(course: Course, assignment: str, students: list[str] | None = None,
              jobs: int | None = None) -> dict:
     """Write feedback/<student>/<assignment>/<notebook>.html for every autograded submission."""
-    ensure_tools_on_path()
+    prepare(course.db_url)
     graded = sorted(p.parent.name for p in course.autograded.glob(f"*/{assignment}")
                     if p.is_dir() and not p.parent.name.startswith("."))
     todo = [s for s in graded if students is None or s in students]

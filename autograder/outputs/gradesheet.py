@@ -57,10 +57,9 @@ def entries(gb, course: Course, assignment, failed: dict[str, str]) -> dict[str,
 def write_grades_csv(course: Course, path: Path, assignment: str | None = None, with_max: bool = False) -> Path:
     """The grades CSV of `assignment` (grade --out), or of every assignment in the gradebook
     (export; with_max: a last row with each column's maximum)."""
-    from nbgrader.api import Gradebook
 
     path = Path(path)
-    with Gradebook(course.db_url) as gb:
+    with course.gradebook() as gb:
         if assignment is not None:
             rows = _one_assignment(gb, course, assignment)
         else:

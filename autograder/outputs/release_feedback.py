@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.course import Course
-from autograder.authoring.release import ensure_tools_on_path
+from autograder.gradebook import prepare
 
 NEEDED = ("timestamp.txt", "submission_secret.txt")
 
@@ -34,7 +34,7 @@ def release_feedback(course: Course, assignment: str, exchange,
 
     from nbgrader.apps import NbGraderAPI
 
-    ensure_tools_on_path()
+    prepare(course.db_url)
     out = Released()
     have = sorted(p.parent.name for p in course.feedback.glob(f"*/{assignment}")
                   if p.is_dir() and not p.parent.name.startswith("."))

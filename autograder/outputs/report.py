@@ -145,11 +145,9 @@ def _preflight(course: Course, assignment: str, sandbox: bool) -> dict:
     from autograder.integrity import verify
     from autograder.course import ensure_assignment
     from autograder.grading.preflight import PREFLIGHT_CELL_TIMEOUT, base_job, run_preflight
-    from autograder.authoring.release import ensure_tools_on_path
     from autograder.grading.rundir import RunDir
     from autograder.sandbox.bwrap import Limits
 
-    ensure_tools_on_path()
     with RunDir("truth") as run:
         release = run.path / "release"
         ensure_assignment(course, assignment, release=release)
@@ -385,14 +383,14 @@ class ScoreRow:
 
 def score_rows(course: Course, assignment: str) -> list[ScoreRow]:
     """Every graded student's score per notebook (failed gradings left out: they are no zeros)."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
     from autograder.integrity.ledger import status as ledger_status
     from autograder.grading.status import failed_students, flags
 
     failed = failed_students(course, assignment)
     rows = []
-    with Gradebook(course.db_url) as gb:
+    with course.gradebook() as gb:
         try:
             a = gb.find_assignment(assignment)
         except MissingEntry:

@@ -27,7 +27,7 @@ class StudentRow:
 
 def student_rows(course: Course, assignment: str, copies: list[dict]) -> list[StudentRow]:
     """Every student the gradebook knows for the assignment (and each failed grading), by id."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
     from autograder.grading import deadlines
     from autograder.grading.status import failed_students, flag_reasons
@@ -40,7 +40,7 @@ def student_rows(course: Course, assignment: str, copies: list[dict]) -> list[St
     for r in copies:
         mine.setdefault(r["student"], []).append(r)
     rows: dict[str, StudentRow] = {}
-    with Gradebook(course.db_url) as gb:
+    with course.gradebook() as gb:
         try:
             a = gb.find_assignment(assignment)
         except MissingEntry:
@@ -90,7 +90,7 @@ def question_stats(course: Course, assignment: str, misconception_rows: list[dic
     """Per question (its grade cells together, by course_lib's question id; a lone test cell on
     its own): the graded students' scores on it, and the labelled misconceptions their answers
     matched (from the misconception rows)."""
-    from nbgrader.api import Gradebook, MissingEntry
+    from nbgrader.api import MissingEntry
 
     from course_lib.exercises.question_ids import question_of
 
@@ -108,7 +108,7 @@ def question_stats(course: Course, assignment: str, misconception_rows: list[dic
             labels[(r["notebook"], r["question"])][r["label"]] += r["count"]
     per: dict = {}        # (nb, question) -> {student: [score, max, awaiting]}
     order: list = []
-    with Gradebook(course.db_url) as gb:
+    with course.gradebook() as gb:
         try:
             a = gb.find_assignment(assignment)
         except MissingEntry:
@@ -166,7 +166,6 @@ class CourseCell:
 
 def course_table(course: Course) -> tuple[list[str], dict[str, dict[str, CourseCell]], dict[str, dict]]:
     """(assignments, {student: {assignment: CourseCell}}, {assignment: {"n", "mean", "max"}})."""
-    from nbgrader.api import Gradebook
 
     from autograder.grading import deadlines
     from autograder.grading.status import failed_students
@@ -174,7 +173,7 @@ def course_table(course: Course) -> tuple[list[str], dict[str, dict[str, CourseC
 
     cells: dict[str, dict[str, CourseCell]] = {}
     stats: dict[str, dict] = {}
-    with Gradebook(course.db_url) as gb:
+    with course.gradebook() as gb:
         names = sorted(a.name for a in gb.assignments)
         for st in gb.students:
             cells[st.id] = {}
