@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: lab test test-all venv release bench clean student-repo
+.PHONY: lab test test-all test-quick venv release bench clean student-repo
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,13 +28,22 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 # pytest-xdist: -n auto is one worker per core; --dist loadfile keeps a file's module fixtures in
-# one worker. The hub and browser tests (marker `serial`) run alone after the parallel pass.
+# one worker. pytest-randomly runs the fast tier in a new random order each time (the seed is
+# printed at the top; PYTEST_ARGS=--randomly-seed=N repeats it). The slow tier keeps its files'
+# order (-p no:randomly): its end-to-end modules grade once and then read what grading left.
+# The hub and browser tests (marker `serial`) run alone after the parallel pass.
+PYTEST_ARGS ?=
 test: $(STAMP)
-	$(BIN)/python -m pytest -m "not slow" -n auto --dist loadfile
+	$(BIN)/python -m pytest -m "not slow" -n auto --dist loadfile $(PYTEST_ARGS)
 
 test-all: $(STAMP)
-	$(BIN)/python -m pytest -m "not serial" -n auto --dist loadfile
-	$(BIN)/python -m pytest -m serial
+	$(BIN)/python -m pytest -m "not serial" -n auto --dist loadfile -p no:randomly $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m serial -p no:randomly $(PYTEST_ARGS)
+
+# A focused loop: one area's fast tests, in the files' order (tests/areas.py; README "The test loop")
+AREA ?= library
+test-quick: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow" -p no:randomly $(PYTEST_ARGS) $$($(BIN)/python tests/areas.py $(AREA))
 
 # Jupyter refuses to run as root unless told; containers often are root.
 ROOTFLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)

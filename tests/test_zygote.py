@@ -163,8 +163,12 @@ def test_a_kernel_killed_or_shut_down_ends_everything_it_started(spool, tmp_path
     async def run():
         km, kc, _ = await _kernel(spool, tmp_path, "s1")
         try:
-            await _ask(kc, "import subprocess, sys, json\nsubprocess.Popen([sys.executable, '-c', "
-                           f"'import time; time.sleep(300)  # {token}'], start_new_session=True)\nprint(json.dumps({{}}))")
+            # the child says it is up once it runs (its /proc/<pid>/cmdline is filled by then: a
+            # Popen returns before the exec has, issue 43)
+            await _ask(kc, "import subprocess, sys, json\np = subprocess.Popen([sys.executable, '-c', "
+                           f"'import time; print(1, flush=True); time.sleep(300)  # {token}'], "
+                           "start_new_session=True, stdout=subprocess.PIPE)\np.stdout.readline()\n"
+                           "print(json.dumps({}))")
             assert _processes(token)                  # the probe can see it
             if how == "kill":
                 km.kill_now()                         # the grader's notebook time limit
