@@ -14,9 +14,10 @@ and the system's etc/jupyter, in nbgrader's order of precedence).
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from course_hub.names import COURSE_ID
 
 CONFIG_FILE = "nbgrader_config.py"
 DEFAULT_SOURCE = "solutions"
@@ -29,7 +30,6 @@ CONFIGURED = "(configured)"
 DEFAULT_COURSE_ID = "roofline"
 #: written by the hub kit (deploy/jupyterhub/setup.sh --course-id) into the instructor's copy
 COURSE_ID_FILE = Path(".autograder") / "course-id"
-_COURSE_ID = re.compile(r"[a-z][a-z0-9_-]{0,30}")
 
 
 def course_id_of(course_dir) -> str:
@@ -40,7 +40,7 @@ def course_id_of(course_dir) -> str:
         text = path.read_text(encoding="utf-8").strip()
     except FileNotFoundError:
         return DEFAULT_COURSE_ID
-    if not _COURSE_ID.fullmatch(text):
+    if not COURSE_ID.fullmatch(text):
         raise CourseNotFound(f"{path}: expected one short lower-case course id (letters, digits, _ -), "
                              f"found {text[:40]!r}")
     return text

@@ -7,8 +7,9 @@ package into the hub's shared environment:
   feedback)" opens the feedback page (nbgrader_config.student.py configures it);
 * course_hub.nbexchange -- nbgrader's exchange plugin classes over HTTP to the service's exchange
   (selected with c.ExchangeFactory; deploy/jupyterhub/README.md);
-* course_hub.archives -- the archives the exchange carries, read bounded and unpacked safely.
+* course_hub.archives -- the archives the exchange carries, read bounded and unpacked safely;
+* course_hub.names -- the grammars of student, course, assignment and user names, defined once.
 
 Neither grades anything: the grader (autograder) reads the ledger's files or URL, and knows
-nothing of this package.
+nothing of this package but its names' grammars (course_hub.names, a module of patterns alone).
 """

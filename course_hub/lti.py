@@ -37,6 +37,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import parse_qs, quote, urlparse
 
+from course_hub.names import ASSIGNMENT
+
 ROLES = "https://purl.imsglobal.org/spec/lti/claim/roles"
 CUSTOM = "https://purl.imsglobal.org/spec/lti/claim/custom"
 DEPLOYMENT = "https://purl.imsglobal.org/spec/lti/claim/deployment_id"
@@ -53,7 +55,7 @@ INSTRUCTOR_ROLES = frozenset({
     "Instructor", "TeachingAssistant",
 })
 NAME = re.compile(r"[a-z][a-z0-9]{0,15}-[0-9a-f]{6}")
-LESSON = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+LESSON = ASSIGNMENT
 REQUIRED = ("issuer", "client_id", "deployment_ids", "authorize_url", "jwks_url")
 MAX_RECORD_LINE = 64 * 1024
 

@@ -109,3 +109,13 @@ def test_the_course_id_comes_from_the_course_folder(tmp_path):
         assert "expected one short lower-case course id" in str(e)
     else:
         raise AssertionError("a course id with a path in it was accepted")
+
+
+def test_the_kit_checks_a_course_id_with_the_grammar_the_tools_use():
+    # setup.sh is bash: its copy of course_hub.names.COURSE_ID is compared here (issue 43)
+    import re
+
+    from course_hub.names import COURSE_ID
+
+    (pattern,) = re.findall(r'course_id_ok\(\) \{ \[\[ "\$1" =~ \^(.+?)\$ \]\]', SETUP.read_text())
+    assert pattern == COURSE_ID.pattern

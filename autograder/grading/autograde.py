@@ -23,7 +23,7 @@ from course_lib.exercises.question_ids import cell_id
 
 from autograder.integrity.flags import Flag, Reason
 from autograder.authoring.release import nbgrader_config
-from autograder.intake.safefiles import copy_tree
+from autograder.intake.safefiles import Reason, copy_tree
 from autograder.outputs.page_safety import sanitize_notebook
 from autograder.sandbox.bwrap import Limits, die_with_parent, make_spec
 from autograder.sandbox.zygote import forget_zygotes, kernel_kind, warm_spool
@@ -50,6 +50,7 @@ class Graded:
     student: str
     success: bool = False
     cause: str = ""                 # one line: why it could not be graded
+    cause_error: str = ""           # the exception's class name in that line, where it names one
     log: str = ""                   # nbgrader's log
     error: str = ""                 # the traceback, and the kernel's last output on a failure
     data: dict | None = None        # the submission in the private gradebook (read_submission)
@@ -208,18 +209,19 @@ def read_submission(db_url: str, assignment: str, student: str) -> dict | None:
         return data
 
 
-def _failure_cause(log_text: str, error: str) -> str:
+def _failure_cause(log_text: str, error: str) -> tuple[str, str]:
     """One line saying why nbgrader failed, from its log and the error (not "see the above
-    traceback")."""
+    traceback"), and the class name of the exception it reports ('' where it names none)."""
     import re
 
     lines = [l.strip() for l in (log_text + "\n" + error).splitlines() if l.strip()]
-    for pat in (r"^(?:[\w.]+\.)?\w*(?:Error|Exception): .+", r"^\[\w+\] .*(?:ERROR|error).*"):
-        hits = [l for l in lines if re.match(pat, l) and "the above traceback" not in l
+    for pat in (r"^(?:[\w.]+\.)?(\w*(?:Error|Exception)): .+", r"^\[\w+\] .*(?:ERROR|error).*"):
+        hits = [(l, re.match(pat, l)) for l in lines if re.match(pat, l) and "the above traceback" not in l
                 and "NbGraderException" not in l]
         if hits:
-            return hits[-1][:300]
-    return (lines[-1] if lines else "autograde failed (see the log)")[:300]
+            line, m = hits[-1]
+            return line[:300], (m.group(1) if m.groups() else "")
+    return (lines[-1] if lines else "autograde failed (see the log)")[:300], ""
 
 
 def _prediction_decisions(nb, tests: list, record, no_record: str = "final") -> None:
@@ -362,7 +364,7 @@ def grade_one(job: dict) -> Graded:
     # is refused and reported, never read): everything later reads this copy
     mine = root / "submitted" / student / a
     refused = copy_tree(job["submitted"], mine)
-    for rel, why in refused:
+    for rel, why, _ in refused:
         out.warnings.append(f"{rel}: {why}")
     budget = Budget()
     try:
@@ -405,7 +407,7 @@ def grade_one(job: dict) -> Graded:
             out.autograded = str(dest)
             out.success = True
         else:
-            out.cause = _failure_cause(out.log, out.error)
+            out.cause, out.cause_error = _failure_cause(out.log, out.error)
     except Unrepairable as e:
         out.cause = f"cannot be graded: {e}"
         out.error = str(e)
@@ -413,7 +415,7 @@ def grade_one(job: dict) -> Graded:
         out.cause = f"not graded: {e}"[:500]
         out.error = traceback.format_exc()
     except verify.VerifyError as e:
-        out.cause = str(e)
+        out.cause, out.cause_error = str(e), e.ename
         out.error = traceback.format_exc()
     except Exception as e:
         out.error = traceback.format_exc()
@@ -437,8 +439,8 @@ class TooLarge(ValueError):
 def _refused_notebooks(refused: list, job: dict) -> None:
     """TooLarge where copy_tree refused a notebook of the assignment for its size."""
     names = {f"{nb}.ipynb" for nb in job.get("tests") or {}}
-    for rel, why in refused:
-        if rel in names and "larger than" in why:
+    for rel, why, reason in refused:
+        if rel in names and reason in (Reason.TOO_LARGE, Reason.SUBMISSION_TOO_LARGE):
             raise TooLarge(f"{rel}: {why}")
 
 

@@ -26,6 +26,7 @@ from autograder.authoring.cells import read_source
 MIN_CELL_TIMEOUT = 10            # seconds: the floor of a derived per-cell limit
 CELL_TIMEOUT_FACTOR = 20         # x the solution's time for that cell
 PREFLIGHT_CELL_TIMEOUT = 120     # seconds per cell while the solution runs (nothing known yet)
+IMPORT_ERRORS = ("ModuleNotFoundError", "ImportError")   # a failure that names these: course_lib out of reach
 
 
 class GradingRefused(SystemExit):
@@ -114,7 +115,7 @@ def run_preflight(course: Course, assignment: str, run: Path, plan: dict, job_ba
     where = ", ".join(package_dirs(tuple(packages), site=False)) or "the Python installation"
     if not res.success:
         cause = res.cause
-        if "No module named" in cause or "cannot import" in cause:
+        if res.cause_error in IMPORT_ERRORS:
             cause = f"the {'sandboxed ' if sandbox else ''}kernel cannot import course_lib from {where}: {cause}"
         raise GradingRefused(f"{assignment}: the instructor's solution could not be graded, so no student was: "
                              f"{cause}\n(details, from the log:\n{res.log[-3000:]}\n{res.error[-1500:]})")
@@ -153,9 +154,10 @@ def _manual_cells(course: Course, assignment: str, nb: str) -> set:
 
 def _preflight_cause(res: Graded, packages, sandbox: bool) -> str:
     """The likely cause of a solution losing points, from its failures."""
-    msgs = [v.get("message", "") or "" for nb in res.verdicts.values() for v in nb.values() if not v.get("passed")]
-    for m in msgs:
-        if "No module named" in m or "could not be recorded" in m or "cannot import" in m:
+    failed = [v for nb in res.verdicts.values() for v in nb.values() if not v.get("passed")]
+    for v in failed:
+        m = v.get("message", "") or ""
+        if v.get("ename") in IMPORT_ERRORS + ("UnsupportedAnswer",):
             where = ", ".join(package_dirs(tuple(packages), site=False)) or "the Python installation"
             return (f"the {'sandboxed ' if sandbox else ''}kernel cannot import course_lib from {where}: {m}")
     return ""

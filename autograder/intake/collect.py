@@ -66,8 +66,8 @@ from pathlib import Path, PurePosixPath
 from autograder.course import COURSE_ID, Course, replace_dir
 from autograder.intake.repair import BOM
 from autograder.intake.safefiles import read_regular, walk
+from course_hub.names import STUDENT_ID
 
-STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$")
 CANVAS = re.compile(r"^(?P<student>[A-Za-z0-9]+)_(?P<late>late_)?(?P<user>\d{1,20})_\d{1,20}_(?P<file>.+)$")
 MOODLE = re.compile(r"^(?P<name>.+?)_(?P<id>\d{1,20})_assignsubmission_(?:file|onlinetext)_?$")
 MOODLE_LIKE = re.compile(r"_assignsubmission_(?:file|onlinetext)_?$")
@@ -222,7 +222,7 @@ def _dir_entries(source: Path, assignment: str, report: CollectReport):
         inner = entry / assignment
         base = inner if inner.is_dir() and not inner.is_symlink() else entry
         files, refused = walk(base, MAX_FILE, MAX_TOTAL, skip=IGNORED | {".ipynb_checkpoints"})
-        for rel, why in refused:
+        for rel, why, _ in refused:
             report.problem(entry.name, rel, why)
         for rel, data in files:
             yield student, rel, data, info
@@ -280,7 +280,7 @@ def _exchange_entries(inbound: Path, assignment: str, report: CollectReport, cou
     for student, (when, d) in sorted(latest.items()):
         info = {"timestamp": str(when), "exchange": True}
         files, refused = walk(d, MAX_FILE, MAX_TOTAL, skip=IGNORED | {".ipynb_checkpoints"})
-        for rel, why in refused:
+        for rel, why, _ in refused:
             report.problem(student, rel, why)
         for rel, data in files:
             yield student, rel, data, info
@@ -311,7 +311,7 @@ def _plugin_entries(course: Course, assignment: str, plugin, report: CollectRepo
             info = {"timestamp": stamp.read_text(errors="replace").strip() if stamp.is_file() else None,
                     "exchange": True}
             files, refused = walk(folder, MAX_FILE, MAX_TOTAL, skip=IGNORED | {".ipynb_checkpoints"})
-            for rel, why in refused:
+            for rel, why, _ in refused:
                 report.problem(d.name, rel, why)
             for rel, data in files:
                 yield d.name, rel, data, info
@@ -518,7 +518,7 @@ def collect(course: Course, assignment: str, source: Path | None = None, *, exch
         if key in duplicates:
             report.problem(student, "", "duplicate submissions: nothing collected for this student, resolve by hand")
             continue
-        if not STUDENT_ID.match(student):
+        if not STUDENT_ID.fullmatch(student):
             report.problem(student, "", "not a usable student id (letters, digits, . _ @ + - only)")
             continue
         good = _valid_notebooks(student, by_student[key], report)

@@ -9,14 +9,13 @@ instructor's pages: markup and control characters are left out (as collect does)
 from __future__ import annotations
 
 import csv
-import re
 from pathlib import Path
 
 from autograder.course import Course
+from course_hub.names import STUDENT_ID
 
 ID_COLUMNS = ("id", "student_id", "username")
 FIELDS = ("first_name", "last_name", "email", "lms_user_id")
-STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$")
 MAX_ROWS = 20000
 
 
@@ -37,7 +36,7 @@ def read_roster(path: Path) -> list[dict]:
                 raise SystemExit(f"{path}: more than {MAX_ROWS} rows")
             row = {(k or "").strip().lower(): (v or "").strip() for k, v in raw.items() if isinstance(v, str)}
             sid = row.get(idcol, "")
-            if not STUDENT_ID.match(sid):
+            if not STUDENT_ID.fullmatch(sid):
                 raise SystemExit(f"{path}:{n}: {sid[:40]!r} is not a student id (letters, digits, . _ @ + -)")
             out.append({"id": sid, **{k: display_name(row[k])[:200] for k in FIELDS if row.get(k)}})
     return out

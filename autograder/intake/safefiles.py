@@ -8,16 +8,39 @@ device or a socket is refused and reported, never read.
 """
 from __future__ import annotations
 
+import enum
 import os
 import stat
 from pathlib import Path
+from typing import NamedTuple
 
 MAX_FILE = 64 * 2**20        # bytes of one handed-in file
 MAX_TOTAL = 256 * 2**20      # bytes of one submission
 
 
+class Reason(enum.Enum):
+    """Why a file was refused: what a caller decides on (never the message's text)."""
+    LINK = "link"
+    NOT_REGULAR = "not a regular file"
+    TOO_LARGE = "too large"                 # the file alone, over its limit
+    SUBMISSION_TOO_LARGE = "submission too large"   # the files read so far and this one, over the total
+    CHANGED = "changed while read"
+    UNREADABLE = "unreadable"
+
+
 class Refused(OSError):
     """A path that is not a regular file (or is too large) where one was expected."""
+
+    def __init__(self, message: str, reason: Reason):
+        super().__init__(message)
+        self.reason = reason
+
+
+class RefusedFile(NamedTuple):
+    """One refused path under a walked folder: its relative path, the message, and the reason."""
+    path: str
+    why: str
+    reason: Reason
 
 
 def _kind(mode: int) -> str:
@@ -32,14 +55,15 @@ def _kind(mode: int) -> str:
 def _open_regular(name: str, dir_fd: int | None, limit: int) -> tuple[int, os.stat_result]:
     st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     if not stat.S_ISREG(st.st_mode):
-        raise Refused(f"{_kind(st.st_mode)}: refused")
+        raise Refused(f"{_kind(st.st_mode)}: refused",
+                      Reason.LINK if stat.S_ISLNK(st.st_mode) else Reason.NOT_REGULAR)
     if st.st_size > limit:
-        raise Refused(f"larger than {limit // 2**20} MB: refused")
+        raise Refused(f"larger than {limit // 2**20} MB: refused", Reason.TOO_LARGE)
     fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
     fst = os.fstat(fd)
     if not stat.S_ISREG(fst.st_mode) or (fst.st_dev, fst.st_ino) != (st.st_dev, st.st_ino):
         os.close(fd)
-        raise Refused("changed while it was read: refused")
+        raise Refused("changed while it was read: refused", Reason.CHANGED)
     return fd, fst
 
 
@@ -52,7 +76,7 @@ def _read_fd(fd: int, limit: int) -> bytes:
                 break
             size += len(chunk)
             if size > limit:
-                raise Refused(f"larger than {limit // 2**20} MB: refused")
+                raise Refused(f"larger than {limit // 2**20} MB: refused", Reason.TOO_LARGE)
             chunks.append(chunk)
     return b"".join(chunks)
 
@@ -70,7 +94,7 @@ def read_regular(path: Path | str, limit: int = MAX_FILE) -> bytes:
 
 
 def walk(top: Path | str, limit: int = MAX_FILE, total: int = MAX_TOTAL, skip=()):
-    """(relative path, bytes) of every regular file under `top`, and (relative path, why) of
+    """(relative path, bytes) of every regular file under `top`, and a RefusedFile for
     everything refused, as two lists. Symbolic links are never followed (not to folders either);
     folders named in `skip` and files named in `skip` are left out."""
     files, refused, size = [], [], 0
@@ -78,9 +102,10 @@ def walk(top: Path | str, limit: int = MAX_FILE, total: int = MAX_TOTAL, skip=()
     try:
         st = os.lstat(top)
     except OSError as e:
-        return [], [(".", f"cannot be read: {e.strerror}")]
+        return [], [RefusedFile(".", f"cannot be read: {e.strerror}", Reason.UNREADABLE)]
     if not stat.S_ISDIR(st.st_mode):
-        return [], [(".", f"{_kind(st.st_mode)}, not a folder: refused")]
+        return [], [RefusedFile(".", f"{_kind(st.st_mode)}, not a folder: refused",
+                                Reason.LINK if stat.S_ISLNK(st.st_mode) else Reason.NOT_REGULAR)]
     for dirpath, dirnames, filenames, dirfd in os.fwalk(top, follow_symlinks=False):
         rel_dir = os.path.relpath(dirpath, top)
         kept = []
@@ -88,7 +113,8 @@ def walk(top: Path | str, limit: int = MAX_FILE, total: int = MAX_TOTAL, skip=()
             if d in skip:
                 continue
             if stat.S_ISLNK(os.stat(d, dir_fd=dirfd, follow_symlinks=False).st_mode):
-                refused.append((d if rel_dir == "." else os.path.join(rel_dir, d), "a symbolic link: refused"))
+                refused.append(RefusedFile(d if rel_dir == "." else os.path.join(rel_dir, d),
+                                           "a symbolic link: refused", Reason.LINK))
                 continue
             kept.append(d)
         dirnames[:] = kept
@@ -100,18 +126,20 @@ def walk(top: Path | str, limit: int = MAX_FILE, total: int = MAX_TOTAL, skip=()
                 fd, fst = _open_regular(name, dirfd, limit)
                 if size + fst.st_size > total:
                     os.close(fd)
-                    raise Refused(f"the submission is larger than {total // 2**20} MB in all: refused")
+                    raise Refused(f"the submission is larger than {total // 2**20} MB in all: refused",
+                                  Reason.SUBMISSION_TOO_LARGE)
                 data = _read_fd(fd, limit)
                 size += len(data)
                 files.append((rel, data))
             except OSError as e:
-                refused.append((rel, str(e) if isinstance(e, Refused) else f"cannot be read: {e.strerror}"))
+                refused.append(RefusedFile(rel, str(e), e.reason) if isinstance(e, Refused) else
+                               RefusedFile(rel, f"cannot be read: {e.strerror}", Reason.UNREADABLE))
     return files, refused
 
 
 def copy_tree(src: Path | str, dst: Path | str, limit: int = MAX_FILE, total: int = MAX_TOTAL, skip=()) -> list:
     """Copy the regular files under `src` into `dst` (made as needed); returns what was refused,
-    [(relative path, why)]."""
+    [RefusedFile]."""
     files, refused = walk(src, limit, total, skip)
     dst = Path(dst)
     dst.mkdir(parents=True, exist_ok=True)

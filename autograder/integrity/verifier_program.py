@@ -105,7 +105,8 @@ def main():
         from course_lib.exercises.answers import decode  # noqa: F401
         import course_lib.exercises.checks  # noqa: F401
     except Exception as e:
-        print(json.dumps({"fatal": f"cannot import course_lib.exercises.answers: {type(e).__name__}: {e}"}), flush=True)
+        print(json.dumps({"fatal": f"cannot import course_lib.exercises.answers: {type(e).__name__}: {e}",
+                          "ename": type(e).__name__}), flush=True)
         sys.exit(0)
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:

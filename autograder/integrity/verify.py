@@ -154,7 +154,12 @@ def program() -> str:
 
 
 class VerifyError(RuntimeError):
-    """The clean process could not give verdicts (it did not start, crashed or timed out)."""
+    """The clean process could not give verdicts (it did not start, crashed or timed out);
+    `ename`: the class name of the exception that stopped it, where it reported one."""
+
+    def __init__(self, message: str, ename: str = ""):
+        super().__init__(message)
+        self.ename = ename
 
 
 class Verifier:
@@ -175,7 +180,7 @@ class Verifier:
         first = self.proc.read(60)
         if first.get("fatal"):
             self.close()
-            raise VerifyError(f"the clean re-verification failed: {first['fatal']}")
+            raise VerifyError(f"the clean re-verification failed: {first['fatal']}", str(first.get("ename", "")))
 
     def run(self, tests: list[dict], env: dict | None = None) -> dict:
         self.proc.send({"tests": tests, "env": env or {}})

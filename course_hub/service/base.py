@@ -8,8 +8,10 @@ import re
 
 from tornado import web
 
+from ..names import UNIX_USER
+
 #: a Unix user name: also the name of a user's files in the service's store
-USER = re.compile(r"[a-z_][a-z0-9_.-]{0,31}")
+USER = UNIX_USER
 
 
 def unix_group_members(group: str) -> set[str]:

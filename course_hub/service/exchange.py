@@ -44,7 +44,8 @@ from pathlib import Path
 
 from tornado import web
 
-from .. import archives
+from .. import archives, names
+from ..names import COURSE_ID
 from .base import USER, TokenHandler
 
 MAX_SUBMISSION_BYTES = 32 << 20    # one upload (a submission or a release)
@@ -52,13 +53,11 @@ MAX_SUBMISSIONS = 50               # per student and assignment
 MAX_USER_BYTES = 512 << 20         # per student and course, every submission together
 MAX_FEEDBACK_BYTES = 16 << 20      # one feedback page
 
-COURSE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-ASSIGNMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
-NOTEBOOK = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+ -]{0,127}")
+COURSE, ASSIGNMENT, NOTEBOOK = COURSE_ID, names.ASSIGNMENT, names.NOTEBOOK
 SUBMISSION_ID = re.compile(r"\d{8}T\d{6}\.\d{6}Z")
-_WHAT = {"course": (COURSE, "a course id (letters, digits, _ . -; at most 64, not starting with . or -)"),
-         "assignment": (ASSIGNMENT, "an assignment id (letters, digits, _ . -; at most 100, not starting with . or -)"),
-         "notebook": (NOTEBOOK, "a notebook id (letters, digits, space, _ . + -; at most 128)"),
+_WHAT = {"course": (COURSE, names.WHAT[COURSE]),
+         "assignment": (ASSIGNMENT, names.WHAT[ASSIGNMENT]),
+         "notebook": (NOTEBOOK, names.WHAT[NOTEBOOK]),
          "student": (USER, "a student's user name (a Unix user name)"),
          "submission": (SUBMISSION_ID, "a submission id such as 20261126T100000.000000Z")}
 _ID_FORMAT = "%Y%m%dT%H%M%S.%fZ"

@@ -27,12 +27,13 @@ from pathlib import Path
 
 from tornado import web
 
+from ..names import RECORDED_NAME
 from .base import TokenHandler
 from .ledger import BadEvent, LedgerFull, Store, _now
 
 MAX_BODY = 2048
 _QUESTION = re.compile(r"[a-z]{1,16}_q[0-9]{1,2}[a-z]?")
-_NAME = re.compile(r"[^\x00-\x1f/\\]{0,200}")
+_NAME = RECORDED_NAME
 
 
 class Refused(Exception):

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from tornado import web
 
+from ..names import RECORDED_NAME
 from .base import USER as _USER, TokenHandler
 
 MAX_BODY = 8192                  # one event; course_lib.ledger posts far less
@@ -36,7 +37,7 @@ MAX_USER_BYTES = 16 << 20
 KINDS = ("commit", "revise", "reveal")
 _QUESTION = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
-_NAME = re.compile(r"[^\x00-\x1f/\\]{0,200}")            # an assignment or notebook name
+_NAME = RECORDED_NAME                                     # an assignment or notebook name
 _TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
 
 
