@@ -21,7 +21,7 @@ MAX_ROWS = 20000
 
 def read_roster(path: Path) -> list[dict]:
     """[{"id", first_name...}] from the CSV; SystemExit saying what is expected on a bad file."""
-    from autograder.intake.collect import display_name
+    from autograder.intake.identities import display_name
 
     with open(path, newline="", encoding="utf-8-sig") as f:
         reader = csv.DictReader(f)
@@ -67,7 +67,7 @@ def import_accounts(course: Course) -> int:
     import pwd
 
 
-    from autograder.intake.collect import display_name
+    from autograder.intake.identities import display_name
 
     n = 0
     with course.gradebook() as gb:
