@@ -14,7 +14,7 @@ import pytest
 from autograder.outputs import csvsafe
 from autograder.course import Course, ensure_assignment
 from autograder.integrity.predictions import MAX_PROBLEMS, MAX_RECORD_BYTES, read_record
-from autograder.intake.safefiles import Reason, Refused, copy_tree, read_regular
+from autograder.intake.safefiles import Refusal, Refused, copy_tree, read_regular
 from course_lib import Q_
 from course_lib.exercises.answers import UnsupportedAnswer, decode, encode
 from tiny_course import make_course, run_cli, student_nb
@@ -129,9 +129,9 @@ def test_links_and_special_files_are_never_opened(tmp_path):
     os.symlink(tmp_path, src / "up")           # a link to a folder: not followed either
     os.mkfifo(src / "pipe")                    # opened, it would block the grader
     refused = copy_tree(src, tmp_path / "dst")
-    assert sorted(refused) == [("passwd", "a symbolic link: refused", Reason.LINK),
-                               ("pipe", "a FIFO: refused", Reason.NOT_REGULAR),
-                               ("up", "a symbolic link: refused", Reason.LINK)]
+    assert sorted(refused) == [("passwd", "a symbolic link: refused", Refusal.LINK),
+                               ("pipe", "a FIFO: refused", Refusal.NOT_REGULAR),
+                               ("up", "a symbolic link: refused", Refusal.LINK)]
     assert sorted(str(p.relative_to(tmp_path / "dst")) for p in (tmp_path / "dst").rglob("*")) == \
         ["one.ipynb", "sub", "sub/data.csv"]
     with pytest.raises(Refused, match="a symbolic link"):

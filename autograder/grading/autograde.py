@@ -23,7 +23,7 @@ from course_lib.exercises.question_ids import cell_id
 
 from autograder.integrity.flags import Flag, Reason
 from autograder.authoring.release import nbgrader_config
-from autograder.intake.safefiles import Reason, copy_tree
+from autograder.intake.safefiles import Refusal, copy_tree
 from autograder.outputs.page_safety import sanitize_notebook
 from autograder.sandbox.bwrap import Limits, die_with_parent, make_spec
 from autograder.sandbox.zygote import forget_zygotes, kernel_kind, warm_spool
@@ -440,7 +440,7 @@ def _refused_notebooks(refused: list, job: dict) -> None:
     """TooLarge where copy_tree refused a notebook of the assignment for its size."""
     names = {f"{nb}.ipynb" for nb in job.get("tests") or {}}
     for rel, why, reason in refused:
-        if rel in names and reason in (Reason.TOO_LARGE, Reason.SUBMISSION_TOO_LARGE):
+        if rel in names and reason in (Refusal.TOO_LARGE, Refusal.SUBMISSION_TOO_LARGE):
             raise TooLarge(f"{rel}: {why}")
 
 

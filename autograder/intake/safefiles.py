@@ -18,7 +18,7 @@ MAX_FILE = 64 * 2**20        # bytes of one handed-in file
 MAX_TOTAL = 256 * 2**20      # bytes of one submission
 
 
-class Reason(enum.Enum):
+class Refusal(enum.Enum):
     """Why a file was refused: what a caller decides on (never the message's text)."""
     LINK = "link"
     NOT_REGULAR = "not a regular file"
@@ -31,7 +31,7 @@ class Reason(enum.Enum):
 class Refused(OSError):
     """A path that is not a regular file (or is too large) where one was expected."""
 
-    def __init__(self, message: str, reason: Reason):
+    def __init__(self, message: str, reason: Refusal):
         super().__init__(message)
         self.reason = reason
 
@@ -40,7 +40,7 @@ class RefusedFile(NamedTuple):
     """One refused path under a walked folder: its relative path, the message, and the reason."""
     path: str
     why: str
-    reason: Reason
+    reason: Refusal
 
 
 def _kind(mode: int) -> str:
@@ -56,14 +56,14 @@ def _open_regular(name: str, dir_fd: int | None, limit: int) -> tuple[int, os.st
     st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     if not stat.S_ISREG(st.st_mode):
         raise Refused(f"{_kind(st.st_mode)}: refused",
-                      Reason.LINK if stat.S_ISLNK(st.st_mode) else Reason.NOT_REGULAR)
+                      Refusal.LINK if stat.S_ISLNK(st.st_mode) else Refusal.NOT_REGULAR)
     if st.st_size > limit:
-        raise Refused(f"larger than {limit // 2**20} MB: refused", Reason.TOO_LARGE)
+        raise Refused(f"larger than {limit // 2**20} MB: refused", Refusal.TOO_LARGE)
     fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
     fst = os.fstat(fd)
     if not stat.S_ISREG(fst.st_mode) or (fst.st_dev, fst.st_ino) != (st.st_dev, st.st_ino):
         os.close(fd)
-        raise Refused("changed while it was read: refused", Reason.CHANGED)
+        raise Refused("changed while it was read: refused", Refusal.CHANGED)
     return fd, fst
 
 
@@ -76,7 +76,7 @@ def _read_fd(fd: int, limit: int) -> bytes:
                 break
             size += len(chunk)
             if size > limit:
-                raise Refused(f"larger than {limit // 2**20} MB: refused", Reason.TOO_LARGE)
+                raise Refused(f"larger than {limit // 2**20} MB: refused", Refusal.TOO_LARGE)
             chunks.append(chunk)
     return b"".join(chunks)
 
@@ -102,10 +102,10 @@ def walk(top: Path | str, limit: int = MAX_FILE, total: int = MAX_TOTAL, skip=()
     try:
         st = os.lstat(top)
     except OSError as e:
-        return [], [RefusedFile(".", f"cannot be read: {e.strerror}", Reason.UNREADABLE)]
+        return [], [RefusedFile(".", f"cannot be read: {e.strerror}", Refusal.UNREADABLE)]
     if not stat.S_ISDIR(st.st_mode):
         return [], [RefusedFile(".", f"{_kind(st.st_mode)}, not a folder: refused",
-                                Reason.LINK if stat.S_ISLNK(st.st_mode) else Reason.NOT_REGULAR)]
+                                Refusal.LINK if stat.S_ISLNK(st.st_mode) else Refusal.NOT_REGULAR)]
     for dirpath, dirnames, filenames, dirfd in os.fwalk(top, follow_symlinks=False):
         rel_dir = os.path.relpath(dirpath, top)
         kept = []
@@ -114,7 +114,7 @@ def walk(top: Path | str, limit: int = MAX_FILE, total: int = MAX_TOTAL, skip=()
                 continue
             if stat.S_ISLNK(os.stat(d, dir_fd=dirfd, follow_symlinks=False).st_mode):
                 refused.append(RefusedFile(d if rel_dir == "." else os.path.join(rel_dir, d),
-                                           "a symbolic link: refused", Reason.LINK))
+                                           "a symbolic link: refused", Refusal.LINK))
                 continue
             kept.append(d)
         dirnames[:] = kept
@@ -127,13 +127,13 @@ def walk(top: Path | str, limit: int = MAX_FILE, total: int = MAX_TOTAL, skip=()
                 if size + fst.st_size > total:
                     os.close(fd)
                     raise Refused(f"the submission is larger than {total // 2**20} MB in all: refused",
-                                  Reason.SUBMISSION_TOO_LARGE)
+                                  Refusal.SUBMISSION_TOO_LARGE)
                 data = _read_fd(fd, limit)
                 size += len(data)
                 files.append((rel, data))
             except OSError as e:
                 refused.append(RefusedFile(rel, str(e), e.reason) if isinstance(e, Refused) else
-                               RefusedFile(rel, f"cannot be read: {e.strerror}", Reason.UNREADABLE))
+                               RefusedFile(rel, f"cannot be read: {e.strerror}", Refusal.UNREADABLE))
     return files, refused
 
 

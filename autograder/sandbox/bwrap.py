@@ -290,23 +290,20 @@ if cfg.get("parent"):
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)   # PR_SET_PDEATHSIG
     if os.getppid() != cfg["parent"]:
         sys.exit("the grader is gone")
-for name, value in cfg["rlimits"].items():
-    r = getattr(resource, name)
-    soft, hard = resource.getrlimit(r)
-    if hard != resource.RLIM_INFINITY:
-        value = min(value, hard)
-    resource.setrlimit(r, (value, value))
+set_limits(cfg["rlimits"])                   # kernel_start.py's, above this text
 if cfg.get("stage"):
-    import shutil
-    for top, dirs, files in os.walk(cfg["stage"]):
-        dest = os.path.normpath(os.path.join(cfg["home"], os.path.relpath(top, cfg["stage"])))
-        os.makedirs(dest, exist_ok=True)
-        for name in files:
-            shutil.copyfile(os.path.join(top, name), os.path.join(dest, name))
+    copy_home(cfg["stage"], cfg["home"])
 if cfg.get("cwd"):
     os.chdir(cfg["cwd"])
 os.execv(sys.executable, [sys.executable] + cfg["argv"] + sys.argv[2:])
 """
+
+
+def _kernel_start_source() -> str:
+    """The cold kernel's start-up: kernel_start.py's functions (shared with the warm kernels), then _SHIM."""
+    from autograder.sandbox import kernel_start
+
+    return Path(kernel_start.__file__).read_text()
 
 
 def die_with_parent(parent: int | None = None) -> None:
@@ -386,7 +383,7 @@ class SandboxSpec:
                "parent": None if self.enabled else os.getpid(), "cwd": self.cwd,
                "stage": STAGING if self.enabled else None, "home": SANDBOX_HOME,
                "keep_read": bool(uid is not None and not self.enabled and not reachable_by_others(self.ro + [python]))}
-        shim = [python, "-I", "-c", _SHIM, json.dumps(cfg)] + list(extra)
+        shim = [python, "-I", "-c", _kernel_start_source() + _SHIM, json.dumps(cfg)] + list(extra)
         if not self.enabled:
             return shim
         rw = {self.rundir: self.rundir}

@@ -53,7 +53,7 @@ import threading
 import time
 from pathlib import Path
 
-from autograder.sandbox import zygote_program
+from autograder.sandbox import kernel_start, zygote_program
 from autograder.sandbox.line_process import LineProcess
 from autograder.sandbox.bwrap import SANDBOX_HOME, STAGING, SandboxSpec, _bwrap_args, matplotlib_cache
 
@@ -61,6 +61,7 @@ log = logging.getLogger("autograder")
 
 MPL_STAGE = "/run/autograder-mpl"
 PROGRAM = "/run/autograder-zygote.py"      # zygote_program.py, inside the zygote's sandbox
+KERNEL_START = "/run/autograder-kernel-start.py"   # kernel_start.py, beside it
 #: what every lesson's kernel imports first (ipykernel's own, the lessons' setup cell)
 PRELOAD = ("ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.debugger", "IPython", "numpy", "matplotlib",
            "matplotlib.pyplot", "pint")
@@ -91,12 +92,12 @@ class Zygote:
         self.lock = threading.Lock()
         preload = list(PRELOAD) + [p for p in spec.packages if p not in PRELOAD]
         cfg = {"preload": preload, "spool": self.spool, "staging": STAGING, "home": SANDBOX_HOME, "uid": spec.uid,
-               "shell_hooks": list(SHELL_HOOKS)}
+               "shell_hooks": list(SHELL_HOOKS), "kernel_start": KERNEL_START}
         args = _bwrap_args(spec.ro, {self.spool: self.spool}, "/", None, spec.limits.get("tmp_mb", 256),
                            caps=zygote_caps(), dirs=[STAGING, SANDBOX_HOME])
         # its program; and a home of its own, where matplotlib finds its font list at the path
         # the kernels' have it (matplotlib fixes its folders at import)
-        extra = ["--ro-bind", zygote_program.__file__, PROGRAM,
+        extra = ["--ro-bind", zygote_program.__file__, PROGRAM, "--ro-bind", kernel_start.__file__, KERNEL_START,
                  "--perms", "0755", "--size", str(2**20 * 16), "--tmpfs", SANDBOX_HOME]
         if mpl_cache:
             extra += ["--ro-bind", mpl_cache, MPL_STAGE]

@@ -23,7 +23,6 @@ preloaded modules. When it exits, everything it started dies with its pid namesp
 import ctypes
 import json
 import os
-import resource
 import signal
 import sys
 import threading
@@ -136,19 +135,8 @@ def kernel_child(req, cfg):
         caps = [ln.split()[1] for ln in open("/proc/self/status") if ln.startswith(("CapEff", "CapPrm"))]
         python = os.path.isfile(sys.executable) and os.path.isdir(os.path.join(sys.prefix, "lib"))
         os._exit(0 if os.getpid() == 1 and set(caps) == {"0000000000000000"} and python else 71)
-    for name, value in req["rlimits"].items():
-        r = getattr(resource, name)
-        soft, hard = resource.getrlimit(r)
-        if hard != resource.RLIM_INFINITY:
-            value = min(value, hard)
-        resource.setrlimit(r, (value, value))
-    import shutil
-
-    for top, dirs, files in os.walk(cfg["staging"]):
-        dest = os.path.normpath(os.path.join(cfg["home"], os.path.relpath(top, cfg["staging"])))
-        os.makedirs(dest, exist_ok=True)
-        for name in files:
-            shutil.copyfile(os.path.join(top, name), os.path.join(dest, name))
+    START.set_limits(req["rlimits"])
+    START.copy_home(cfg["staging"], cfg["home"])
     os.environ.clear()
     os.environ.update(req["env"])
     os.chdir(req["cwd"])
@@ -228,8 +216,23 @@ def kernel_first(req, cfg):
             os._exit(70)
 
 
+def load_start(path):
+    """kernel_start.py, bound at `path`: what a cold kernel does before a student's code, the same here."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("autograder_kernel_start", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+START = None     # kernel_start.py's module, loaded by main()
+
+
 def main():
+    global START
     cfg = json.loads(sys.argv[1])
+    START = load_start(cfg["kernel_start"])
     if sys.path and sys.path[0] in ("", os.getcwd()):
         del sys.path[0]               # nothing is imported from the folder it was started in
     out = sys.stdout
