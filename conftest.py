@@ -50,6 +50,7 @@ SLOW_FILES = {
     "test_variants_class.py": "grades a class with per-student variants end to end",
     "test_term_grading.py": "grades the tiny course's term (due date, extension, regrade) end to end",
     "test_add_question.py": "adds a question to a copy of the course, releases it and grades it with nbgrader",
+    "test_add_lesson.py": "adds a lesson to a copy of the course, runs its per-lesson tests, releases it and grades it",
     "test_isolation.py": "grades two hostile submissions back to back in one worker",
     "test_answer_key.py": "writes two students' copies of course_lib (solving every variant) and runs kernels on them",
 }

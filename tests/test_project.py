@@ -84,3 +84,15 @@ def test_the_installed_package_does_not_reach_into_tests():
     found = [f"{f.relative_to(ROOT)}:{n}: {line.strip()}" for f in files
              for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1) if reference.search(line)]
     assert not found, "shipped files that refer to tests/:\n" + "\n".join(found)
+
+
+def test_every_test_file_has_one_area_and_the_readme_lists_them():
+    """tests/areas.py (make test-quick AREA=...) holds every test file once, and the README's
+    table of the test loop names each area with its description (issue 43)."""
+    import areas
+
+    listed = [f for _, files in areas.AREAS.values() for f in files]
+    assert sorted(listed) == sorted(p.name for p in (ROOT / "tests").glob("test_*.py"))
+    readme = (ROOT / "README.md").read_text()
+    rows = re.findall(r"^\| `(\w+)` \| (.+?) \| ([\d.]+) \|$", readme, re.M)
+    assert [(a, what) for a, what, _ in rows] == [(a, what) for a, (what, _) in areas.AREAS.items()]

@@ -277,7 +277,9 @@ def _setting_words(qid: str, name: str, g: dict) -> list[str]:
         "wall_q5": lambda: [r"ridge", rf"\b{g['new']}\b"],
         "wall_q7": lambda: [r"chatbot" if name == "q7_chatbot" else r"offline"],
     }
-    return words[qid]()
+    # a regime or choice question of a new lesson: its answer alone on a line is a leak until it
+    # gets words of its own here
+    return words[qid]() if qid in words else []
 
 
 #: a table's columns that say where a row stands, not what it finds (no result stands in them)

@@ -223,8 +223,11 @@ def test_outputs_are_dropped_once_read_and_the_cells_kept(tmp_path, monkeypatch)
 
 
 def test_a_notebook_refused_for_its_size_is_a_failure_not_a_missing_notebook():
+    from autograder.intake.safefiles import RefusedFile, Refusal
+
     job = {"tests": {"units": []}}
     with pytest.raises(autograde.TooLarge, match=r"^units.ipynb: larger than 64 MB: refused$"):
-        autograde._refused_notebooks([("units.ipynb", "larger than 64 MB: refused")], job)
-    autograde._refused_notebooks([("units.ipynb", "a symbolic link: refused"), ("data.csv", "larger than 64 MB: refused")],
-                                 job)
+        autograde._refused_notebooks([RefusedFile("units.ipynb", "larger than 64 MB: refused", Refusal.TOO_LARGE)], job)
+    # decided by the kind, never the text (issue 43): the same words with another kind are no size refusal
+    autograde._refused_notebooks([RefusedFile("units.ipynb", "larger than you think", Refusal.LINK),
+                                  RefusedFile("data.csv", "larger than 64 MB: refused", Refusal.TOO_LARGE)], job)

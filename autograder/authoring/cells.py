@@ -300,13 +300,14 @@ def declaration_problems(prefix: str, notebooks: list, where: str) -> list[str]:
         if unknown:
             problems.append(f"{where}: {name} names {', '.join(unknown)}, which this lesson does not ask "
                             "(renumbered?): update the text")
-    every = getattr(module, "EVERY_QUESTION_VARIES", False)
+    lesson = getattr(module, "LESSON", None)
+    every = bool(lesson and lesson.every_question_varies)
     for q in declared:
         if q.same_for_everyone and q.space:
             problems.append(f"{mod}: {q.id} has a space and says same_for_everyone: drop one")
         if every and not q.space and not q.same_for_everyone:
             problems.append(f"{mod}: {q.id} asks everyone the same numbers in a lesson that gives each student "
-                            "their own (EVERY_QUESTION_VARIES): give it a space, or say why in same_for_everyone=")
+                            "their own (LESSON.every_question_varies): give it a space, or say why in same_for_everyone=")
         if q.space:
             try:
                 drawn = {json.dumps(V.draw(V.student_key(LINT_SECRET, f"s{i}"), q.id), sort_keys=True)

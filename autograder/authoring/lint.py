@@ -9,8 +9,10 @@ Every rule reads the notebook only (nothing runs):
 * test cells: locked, with points, a visible `_form` test or a hidden `_correct` one, paired per
   question; a hidden test computes its truth with course_lib inside its hidden block and reads
   no name but the answers (it is re-run from them alone); a form test is fully visible and
-  starts with a comment; at least MIN_CORRECT_TESTS hidden tests;
-* answer cells have a solution block; at least one written reflection is graded by hand;
+  starts with a comment; at least the lesson's `min_hidden_tests` hidden tests (its module's
+  LESSON, course_lib.questions.registry.Lesson; MIN_CORRECT_TESTS where none is declared);
+* answer cells have a solution block; at least the lesson's `min_reflections` written reflections
+  are graded by hand; the lesson's declared folder is the notebook's;
 * the points a heading announces for a question are the points its graded cells carry;
 * question ids passed to check_form / check_answer / reveal / verify (any call whose first
   argument is a string such as "hello_q3") name a question of the notebook, and the cell's own:
@@ -33,7 +35,9 @@ from course_lib.exercises.question_ids import (ANY_ID, cell_id, metadata, parse,
 from autograder.authoring.cells import AuthoringError, declaration_problems, expand, question_cells, source_problems
 from autograder.cell_code import question_calls
 
+#: a lesson's bars where it declares none (course_lib.questions.registry.Lesson has its own)
 MIN_CORRECT_TESTS = 4
+MIN_REFLECTIONS = 1
 # a heading or a bold lead-in that announces points: "### Q3 · ... (4 points)", "**Discussion (2 points).**"
 ANNOUNCE = re.compile(r"^(#+ |\*\*).*?\((?:[^()]*?\b)?(\d+(?:\.\d+)?) points?\)", re.IGNORECASE)
 
@@ -52,9 +56,11 @@ def split_blocks(source: str) -> tuple[list[str], list[str]]:
     return inside, outside
 
 
-def lint_notebook(nb, where: str = "notebook", min_correct: int = MIN_CORRECT_TESTS) -> list[str]:
-    """Every problem of one source notebook, one line each (none: [])."""
-    return [f"{where}: {p}" for p in _ids(nb) + _tests(nb, min_correct) + _answers(nb) + _points(nb)
+def lint_notebook(nb, where: str = "notebook", min_correct: int = MIN_CORRECT_TESTS,
+                  min_reflections: int = MIN_REFLECTIONS) -> list[str]:
+    """Every problem of one source notebook, one line each (none: []). The minimums are the
+    lesson's own (course_lib.questions.registry.Lesson) where it declares them."""
+    return [f"{where}: {p}" for p in _ids(nb) + _tests(nb, min_correct) + _answers(nb, min_reflections) + _points(nb)
             + _question_arguments(nb) + _hidden_test_inputs(nb, where)]
 
 
@@ -125,15 +131,16 @@ def _hidden_test_inputs(nb, where: str) -> list[str]:
             for t in test_cells(Path(where), nb) if t.hidden and t.unknown]
 
 
-def _answers(nb) -> list[str]:
+def _answers(nb, min_reflections: int) -> list[str]:
     problems = []
     for c in nb.cells:
         m = metadata(c)
         if c.cell_type == "code" and m.get("solution") and not m.get("grade") and "BEGIN SOLUTION" not in c.source:
             problems.append(f"answer cell {cell_id(c)} has no solution block")
-    if not any(c.cell_type == "markdown" and metadata(c).get("grade") and metadata(c).get("solution")
-               for c in nb.cells):
-        problems.append("needs at least one manually graded written reflection")
+    reflections = sum(1 for c in nb.cells
+                      if c.cell_type == "markdown" and metadata(c).get("grade") and metadata(c).get("solution"))
+    if reflections < min_reflections:
+        problems.append(f"{reflections} manually graded written reflection(s), at least {min_reflections} needed")
     return problems
 
 
@@ -217,20 +224,30 @@ def lint(source: Path, assignments: list[str] | None = None) -> list[str]:
     unknown = sorted(set(assignments or ()) - set(known))
     if unknown:
         raise SystemExit(f"unknown assignment(s) {', '.join(unknown)}; the assignments are: {', '.join(known)}")
+    from course_lib.questions.registry import lessons as declared_lessons
+
+    declared = declared_lessons()
     problems = []
     lessons: dict[str, list] = {}          # question prefix -> (source notebooks, where)
     for a in assignments or known:
         for path in sorted((source / a).glob("*.ipynb")):
             where = f"{a}/{path.name}"
             raw = nbformat.read(str(path), as_version=4)
+            try:
+                prefixes = sorted({q.split("_", 1)[0] for q in question_cells(raw)})
+            except AuthoringError:             # two cells with one id: said below
+                prefixes = []
+            bars = [declared[p] for p in prefixes if p in declared]
+            for lesson in bars:
+                if lesson.assignment != a:
+                    problems.append(f"{where}: its questions' lesson declares the folder {lesson.assignment!r} "
+                                    f"(LESSON = Lesson(...)): rename one")
             authoring = source_problems(raw, where)
             problems += authoring
             if not authoring:
-                problems += lint_notebook(expand(raw), where)
-            try:
-                prefixes = sorted({q.split("_", 1)[0] for q in question_cells(raw)})
-            except AuthoringError:             # two cells with one id: said above
-                prefixes = []
+                problems += lint_notebook(expand(raw), where,
+                                          min((b.min_hidden_tests for b in bars), default=MIN_CORRECT_TESTS),
+                                          min((b.min_reflections for b in bars), default=MIN_REFLECTIONS))
             for prefix in prefixes:
                 lessons.setdefault(prefix, ([], where))[0].append(raw)
     for prefix, (notebooks, where) in sorted(lessons.items()):

@@ -10,10 +10,11 @@ from __future__ import annotations
 from ..exercises.answer_forms import Choice, Number, Reason, Regime
 from ..formatting import fmt_batch
 from .core import Solution, Truth, question
+from .registry import Lesson
 
-#: every question gives each student their own numbers, or says why not (same_for_everyone=);
+#: every question gives each student their own numbers, or says why not (same_for_everyone=):
 #: python -m autograder lint checks it
-EVERY_QUESTION_VARIES = True
+LESSON = Lesson("01_hello_roofline", every_question_varies=True)
 
 CHIP, MODEL = "A100", "ResNet50"
 

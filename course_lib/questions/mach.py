@@ -14,6 +14,10 @@ import re
 from ..exercises.answer_forms import Choice, Number, Reason, Regime
 from ..measure import LEVELS
 from .core import Solution, Truth, question
+from .registry import Lesson
+
+#: the lesson's notebook and the bars lint and the tests hold it to (registry.Lesson)
+LESSON = Lesson("05_your_machine", min_admissible_variants=4)
 
 #: why this lesson's solvers stay in a student's copy of course_lib (autograder.authoring.student_build):
 #: its truths and its verify cells' arithmetic measure the machine the kernel runs on, which the

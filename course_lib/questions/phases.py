@@ -8,6 +8,10 @@ from __future__ import annotations
 from ..exercises.answer_forms import Choice, Number, Ratio, Reason, Regime, WholeNumber
 from ..formatting import fmt_batch
 from .core import Solution, Truth, question
+from .registry import Lesson
+
+#: the lesson's notebook and the bars lint and the tests hold it to (registry.Lesson)
+LESSON = Lesson("03_two_phases")
 
 CHIP, MODEL = "H100", "Llama3_8B"
 

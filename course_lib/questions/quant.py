@@ -10,6 +10,10 @@ from __future__ import annotations
 from ..exercises.answer_forms import Ratio, Reason, Regime, WholeNumber
 from ..formatting import fmt_batch
 from .core import Solution, Truth, question
+from .registry import Lesson
+
+#: the lesson's notebook and the bars lint and the tests hold it to (registry.Lesson)
+LESSON = Lesson("04_quantization", min_admissible_variants=4)
 
 CHIP, MODEL = "A100", "Llama3_8B"
 #: the long request of Parts 1 and 2 (Q1-Q3) and the short chat requests of Part 4 (Q5, Q6)

@@ -4,7 +4,7 @@ Each solver computes the truth with course_lib when it is called: ``serve(..., t
 tensor parallelism, ``course_lib.topology`` for one AllReduce, ``course_lib.scaling`` for a
 pipeline. Llama-3-70B, fp16, on HGX H100s (NVSwitch with NVLink SHARP) unless a question says.
 
-Every question has per-student variants (EVERY_QUESTION_VARIES):
+Every question has per-student variants (LESSON.every_question_varies):
 the model and chip of Q1, the model, chip and group of Q2, the chip and prompt of Q3, the group
 and prompt of Q4, the chip and group of Q5. The chips drawn for Q2-Q5 are the HGX H100 and H200,
 whose small-message AllReduce time is measured (nccl-tests), a floor for a ring and NVLink SHARP
@@ -15,10 +15,12 @@ from __future__ import annotations
 from ..exercises.answer_forms import Choice, Number, Ratio, Reason
 from ..units import Q_
 from .core import Solution, Truth, question
+from .registry import Lesson
 
 CHIP, MODEL, PROMPT, OUTPUT = "H100", "Llama3_70B", 2048, 128
 GROUPS = (1, 2, 4, 8)
-EVERY_QUESTION_VARIES = True
+#: the lesson's notebook and the bars lint and the tests hold it to (registry.Lesson)
+LESSON = Lesson("06_scaling_out", every_question_varies=True, min_admissible_variants=4)
 #: the chips of Q2-Q5's variants: HGX boards whose small-message AllReduce time is measured
 NVLS_CHIPS = ["H100", "H200"]
 

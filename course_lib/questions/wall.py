@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from ..exercises.answer_forms import Choice, Number, Ratio, Reason
 from .core import Solution, Truth, question
+from .registry import Lesson
 
-#: every question gives each student their own numbers, or says why not (same_for_everyone=);
+#: every question gives each student their own numbers, or says why not (same_for_everyone=):
 #: python -m autograder lint checks it
-EVERY_QUESTION_VARIES = True
+LESSON = Lesson("02_memory_wall", every_question_varies=True)
 from .hello import chip_words
 
 MODEL, OLD, NEW = "Llama3_8B", "A100", "H100"
