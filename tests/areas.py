@@ -27,7 +27,7 @@ AREAS: dict[str, tuple[str, list[str]]] = {
         "test_walkthrough.py"]),
     "lessons": ("the lessons: structure, release, lint, run, consistency, figures and widgets", [
         "test_authoring.py", "test_lint.py", "test_notebooks.py", "test_lesson_consistency.py",
-        "test_plots_and_widgets.py", "test_add_question.py", "test_docs.py", "test_project.py"]),
+        "test_plots_and_widgets.py", "test_add_question.py", "test_add_lesson.py", "test_docs.py", "test_project.py"]),
     "grading": ("the autograder: grading, sandbox, integrity, outputs, the term", [
         "test_autograder_units.py", "test_autograder_class.py", "test_autograder_trust.py",
         "test_autograder_attacks.py", "test_grading_roundtrip.py", "test_prediction_grading.py",
