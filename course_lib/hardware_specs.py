@@ -455,6 +455,8 @@ SPECS = {
         "memory_capacity_datasheet": 24e9,
         "interconnect_bandwidth": None,
         "interconnect": None,
+        "fallback_interconnect": "PCIe Gen4 x16",
+        "fallback_interconnect_bandwidth": 32e9,
         "link_latency": None,
         "tdp": 72,
         "sources": {
@@ -469,7 +471,8 @@ SPECS = {
                                "on an 'NVIDIA L4' in public captures (Google Cloud G2 VMs)",
             "interconnect_bandwidth": "NVIDIA L4 datasheet (2023): no NVLink; PCIe Gen4 "
                                       "x16 only, so no scale-up link (None)",
-            "link_latency": "No scale-up link (PCIe only), so None",
+            "link_latency": "No scale-up link (PCIe only), so None: an AllReduce over PCIe pays the assumed latency every chip without a measurement shares (ASSUMED_MESSAGE_LATENCY)",
+            "fallback_interconnect_bandwidth": "NVIDIA L4 datasheet (2023): interconnect PCIe Gen4 x16 64 GB/s (bidirectional total); per direction 32 GB/s. Tensor parallelism over PCIe runs here (vLLM and SGLang allow it on PCIe-only cards)",
             "tdp": "NVIDIA L4 datasheet (2023): max thermal design power 72 W",
         },
     },
@@ -484,6 +487,8 @@ SPECS = {
         "memory_capacity_datasheet": 16e9,
         "interconnect_bandwidth": None,
         "interconnect": None,
+        "fallback_interconnect": "PCIe Gen3 x16",
+        "fallback_interconnect_bandwidth": 16e9,
         "link_latency": None,
         "tdp": 70,
         "sources": {
@@ -499,7 +504,8 @@ SPECS = {
                                "runtime, AWS g4dn)",
             "interconnect_bandwidth": "NVIDIA T4 datasheet (2019): PCIe Gen3 x16 only, no "
                                       "NVLink, so no scale-up link (None)",
-            "link_latency": "No scale-up link (PCIe only), so None",
+            "link_latency": "No scale-up link (PCIe only), so None: an AllReduce over PCIe pays the assumed latency every chip without a measurement shares (ASSUMED_MESSAGE_LATENCY)",
+            "fallback_interconnect_bandwidth": "NVIDIA T4 datasheet (2019): interconnect bandwidth 32 GB/s over x16 PCIe Gen3 (bidirectional total); per direction 16 GB/s. Tensor parallelism over PCIe runs here (vLLM benchmarks TP2 on T4)",
             "tdp": "NVIDIA T4 datasheet (2019): max power 70 W",
         },
     },

@@ -64,6 +64,10 @@ def ring_link(hardware, tp: int) -> tuple[str, float]:
     if tp == 1:
         return "", float("inf")
     total = hardware.interconnect_bandwidth_si
+    if not total and getattr(hardware, "fallback_interconnect_bandwidth_si", None):
+        # a PCIe-only card: the ring runs over PCIe (vLLM and SGLang allow tensor parallelism there)
+        return (f"{hardware.fallback_interconnect} (no scale-up link: PCIe only)",
+                hardware.fallback_interconnect_bandwidth_si)
     if not total:
         raise CourseError(f"{hardware.name} has no scale-up interconnect in the zoo; tensor "
                           "parallelism needs one (tp must be 1 here).")
@@ -151,8 +155,12 @@ def message_latency(hardware, tp: int, allreduce=None) -> float:
     if tp == 1:
         return 0.0
     if allreduce is None:
+        from .hardware_specs import ASSUMED_MESSAGE_LATENCY
+
         measured = getattr(hardware, "allreduce_latency_si", None)
-        return measured if measured is not None else (hardware.link_latency_si or 0.0)
+        if measured is not None:
+            return measured
+        return hardware.link_latency_si if hardware.link_latency_si is not None else ASSUMED_MESSAGE_LATENCY
     table = getattr(hardware, "allreduce_estimates", {}).get(allreduce)
     groups = sorted(n for n in (table or {}) if n >= tp)
     if not groups:

@@ -143,3 +143,17 @@ def test_q2_to_q5_truths_by_hand():
     one_gpu = (weights_per_gpu(1) + kv_per_gpu(1)) / HBM
     pipe = one_gpu + 7 * (NCCL + MESSAGE / NVLINK)
     assert get("scale_q5").solution().truths["q5_ratio"].value == pytest.approx(tpot(8, nvls) / pipe, rel=2e-3)
+
+
+def test_q6_kv_cache_per_gpu_by_hand():
+    """scale_q6: the KV cache one GPU holds for 32 sequences at their last token (2048 + 128),
+    Llama-3-70B over 16 GPUs: 8 KV heads, so each GPU holds ceil(8 / 16) = 1 whole head, 1/8 of
+    the cache (replicated twice), not 1/16."""
+    per_token = LAYERS * KV_HEADS * HEAD_DIM * 2 * 2            # 327,680 B
+    everything = 32 * (PROMPT + OUTPUT) * per_token
+    truth = get("scale_q6").solution().truths["q6_kv_gb"]
+    assert truth.value == pytest.approx(everything * 1 / KV_HEADS / 1e9, rel=1e-9)
+    assert truth.value == pytest.approx(2.852, abs=0.001)
+    assert truth.mistakes["kv-split-past-heads"] == pytest.approx(everything / 16 / 1e9)
+    # over 8 GPUs (as many as KV heads) the cache splits evenly: the same 1/8, and no replication
+    assert get("scale_q6").solution(gpus=8).truths["q6_kv_gb"].value == pytest.approx(truth.value)

@@ -115,3 +115,12 @@ def test_one_measured_point_by_hand(hw, nbytes):
 def test_link_names_say_what_the_allreduce_uses():
     assert "usable" in ring_link(Hardware.MI300X, 8)[0]
     assert "NVLink SHARP" in ring_link(Hardware.H100, 8)[0]
+
+
+def test_pcie_only_cards_run_tensor_parallelism_over_pcie_by_hand():
+    """T4 (PCIe Gen3 x16, 16 GB/s per direction) and L4 (Gen4, 32): a ring over PCIe, one assumed
+    latency per message, as vLLM runs TP2 on T4s."""
+    t4, l4 = Hardware.T4, Hardware.L4
+    assert allreduce_time(t4, SMALL, 2) == pytest.approx(1.0 * 16384 / 16e9 + ASSUMED)
+    assert allreduce_time(l4, LARGE, 4) == pytest.approx(1.5 * 2**30 / 32e9 + ASSUMED)
+    assert "PCIe" in ring_link(t4, 2)[0] and "assumed" in alpha_words(t4, 2)

@@ -277,7 +277,7 @@ def _kv_per_gpu(model, gpus, batch):
 @question("scale_q6", rule="by-hand",
           specs={"q6_kv_gb": Number("GB", rel_tol=0.02)},
           givens={"model": MODEL, "gpus": 16, "batch": 32},
-          space={"model": [MODEL, "Mixtral_8x7B", "GPT3_175B"], "gpus": [4, 8, 16], "batch": [16, 32, 64]},
+          space={"model": [MODEL, "Mixtral_8x7B", "GPT3_175B"], "gpus": [8, 16], "batch": [32, 64]},
           labels={"model": lambda name: f"{_model_words(name)}, {_kv_heads(name)} KV heads",
                   "gpus": "{value} GPUs in the tensor-parallel group",
                   "batch": "{value} sequences"})
