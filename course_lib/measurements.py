@@ -203,7 +203,7 @@ def _custom_allreduce():
 
 
 _NCCL_TESTS_212 = ("NVIDIA/nccl-tests issue #212, 'H100 all reduce performance is poor', the NCCL "
-                   "maintainer's reply of 2024-05-06: https://github.com/NVIDIA/nccl-tests/issues/212")
+                   "maintainer's reply of 2024-05-06 (on GitHub: NVIDIA/nccl-tests, issue 212)")
 
 
 def _allreduce_peaks():

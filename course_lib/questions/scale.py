@@ -6,8 +6,10 @@ pipeline. Llama-3-70B, fp16, on HGX H100s (NVSwitch with NVLink SHARP) unless a 
 
 Every question has per-student variants (EVERY_QUESTION_VARIES):
 the model and chip of Q1, the model, chip and group of Q2, the chip and prompt of Q3, the group
-and prompt of Q4, the chip and group of Q5, the model, group and batch of Q6. The chips drawn for Q2-Q5 are the HGX H100 and H200,
-whose small-message AllReduce times are measured (``course_lib.topology.message_latency``).
+and prompt of Q4, the chip and group of Q5, the model, group and batch of Q6. The chips drawn for
+Q2-Q5 are the HGX H100 and H200, whose small-message AllReduce times are measured
+(``course_lib.topology.message_latency``). Q6 counts the KV cache one GPU holds; it is the
+same on any chip, so the H100 serves its solver.
 
 Each question names what it asks for: the **bound** (Q3: the fastest published AllReduce latency,
 communication overlapped) or an **estimate** with a named implementation's measured latency and
