@@ -198,6 +198,7 @@ def q3(chip, prompt):
           labels={"gpus": "{value} H100s", "prompt": "prompt {value} tokens"})
 def q4(gpus, prompt):
     """The estimate with NCCL 2.20's measured latency, one per message for a ring and NVLS alike."""
+    from ..measurements import find
     from ..topology import allreduce_time, message_latency
 
     m, hw = _setting()
@@ -216,6 +217,10 @@ def q4(gpus, prompt):
         print(f"ring : 2({gpus}-1)/{gpus} x {nbytes:,} / {bw:.3g} + {a * 1e6:.1f} us = {ring * 1e6:.1f} us")
         print(f"NVLS : {nbytes:,} / {bw:.3g} + {a * 1e6:.1f} us = {nvls * 1e6:.1f} us")
         print(f"NVLS / ring = {nvls * 1e6:.1f} / {ring * 1e6:.1f} = {truth:.3f}  (bytes alone: {share:.3g})")
+        peaks = {r.algorithm: r.value for r in find(kind="allreduce_peak", hardware=CHIP, tp=8)}
+        print(f"(both at the line rate; NCCL's measured peak bus bandwidths on 8 H100s, {peaks['nvls'] / 1e9:.0f} "
+              f"GB/s NVLS and {peaks['ring'] / 1e9:.0f} GB/s ring, would make bytes alone "
+              f"{peaks['ring'] / peaks['nvls']:.2f}, not {share:.3g}: course_lib.measurements)")
 
     return Solution(
         {"q4_ratio": Truth(truth, mistakes={"no-comm-latency": share, "inverted-ratio": 1 / truth},
