@@ -104,6 +104,10 @@ _HGX_HOPPER_ESTIMATES = {"nccl": {8: 27.5e-6},
                          "sglang": {2: 3.7e-6, 4: 4.8e-6, 8: 5.9e-6},
                          "vllm": {2: 9.5e-6, 4: 9.1e-6, 8: 10.1e-6}}
 
+_MEASURED_ELSEWHERE_LATENCY_SRC = (
+    "The assumed figure every chip without a measurement shares (3.6 us); not used on this chip, "
+    "whose measured allreduce_latency takes its place")
+
 _NVLINK_LATENCY_SRC = (
     "Assumed, not measured: no small-message AllReduce time is published for this chip, so the "
     "course's one rule for every such chip applies: the fastest published for any chip in the "
@@ -260,7 +264,7 @@ SPECS = {
             "interconnect_reduction": _NVLS_SRC,
             "allreduce_latency": _NVLS_ALLREDUCE_LATENCY_SRC,
             "allreduce_estimates": _ALLREDUCE_ESTIMATES_SRC,
-            "link_latency": _NVLINK_LATENCY_SRC,
+            "link_latency": _MEASURED_ELSEWHERE_LATENCY_SRC,
             "tdp": "NVIDIA H100 Tensor Core GPU datasheet (2023), SXM: max TDP up to 700 W "
                    "(configurable)",
         },
@@ -350,7 +354,7 @@ SPECS = {
             "interconnect_reduction": _NVLS_SRC,
             "allreduce_latency": _NVLS_ALLREDUCE_LATENCY_SRC,
             "allreduce_estimates": _ALLREDUCE_ESTIMATES_SRC,
-            "link_latency": _NVLINK_LATENCY_SRC,
+            "link_latency": _MEASURED_ELSEWHERE_LATENCY_SRC,
             "tdp": "NVIDIA H200 Tensor Core GPU datasheet (2024), SXM: max TDP up to 700 W",
         },
     },
@@ -472,7 +476,7 @@ SPECS = {
             "interconnect_bandwidth": "NVIDIA L4 datasheet (2023): no NVLink; PCIe Gen4 "
                                       "x16 only, so no scale-up link (None)",
             "link_latency": "No scale-up link (PCIe only), so None: an AllReduce over PCIe pays the assumed latency every chip without a measurement shares (ASSUMED_MESSAGE_LATENCY)",
-            "fallback_interconnect_bandwidth": "NVIDIA L4 datasheet (2023): interconnect PCIe Gen4 x16 64 GB/s (bidirectional total); per direction 32 GB/s. Tensor parallelism over PCIe runs here (vLLM and SGLang allow it on PCIe-only cards)",
+            "fallback_interconnect_bandwidth": "NVIDIA L4 datasheet (2023): PCIe Gen4 x16; the PCIe 4.0 line rate, 16 GT/s x 16 lanes, is about 32 GB/s per direction (64 GB/s both ways, 128b/130b encoding ignored). Tensor parallelism runs over it (course_lib.topology)",
             "tdp": "NVIDIA L4 datasheet (2023): max thermal design power 72 W",
         },
     },
@@ -505,7 +509,7 @@ SPECS = {
             "interconnect_bandwidth": "NVIDIA T4 datasheet (2019): PCIe Gen3 x16 only, no "
                                       "NVLink, so no scale-up link (None)",
             "link_latency": "No scale-up link (PCIe only), so None: an AllReduce over PCIe pays the assumed latency every chip without a measurement shares (ASSUMED_MESSAGE_LATENCY)",
-            "fallback_interconnect_bandwidth": "NVIDIA T4 datasheet (2019): interconnect bandwidth 32 GB/s over x16 PCIe Gen3 (bidirectional total); per direction 16 GB/s. Tensor parallelism over PCIe runs here (vLLM benchmarks TP2 on T4)",
+            "fallback_interconnect_bandwidth": "NVIDIA T4 datasheet (2019): PCIe Gen3 x16; the PCIe 3.0 line rate, 8 GT/s x 16 lanes, is about 16 GB/s per direction (32 GB/s both ways, 128b/130b encoding ignored). Tensor parallelism runs over it (course_lib.topology)",
             "tdp": "NVIDIA T4 datasheet (2019): max power 70 W",
         },
     },
