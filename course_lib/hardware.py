@@ -66,7 +66,7 @@ class Hardware(metaclass=ZooMeta):
               tdp, year, vendor, sources, key, interconnect=None, capacity_datasheet=None,
               link_max_gpus=None, fallback_link=None, fallback_link_bandwidth=None,
               link_topology=None, link_count=None, link_reduction=False,
-              allreduce_latency=None, link_usable_bandwidth=None):
+              allreduce_latency=None, link_usable_bandwidth=None, allreduce_estimates=None):
         for p, v in peaks.items():
             if not v > 0:
                 raise ValueError(f"peak_flops[{p!r}] must be positive, got {v}.")
@@ -101,6 +101,8 @@ class Hardware(metaclass=ZooMeta):
         # measured small-message AllReduce time, usable per-link bandwidth (course_lib.topology)
         self.allreduce_latency_si = None if allreduce_latency is None else float(allreduce_latency)
         self.interconnect_link_usable_bandwidth_si = link_usable_bandwidth
+        # named implementations' measured small-message AllReduce times {name: {GPUs: s}}
+        self.allreduce_estimates = {k: dict(v) for k, v in (allreduce_estimates or {}).items()}
 
     @classmethod
     def _from_spec(cls, key, spec, assumptions=None):
@@ -128,6 +130,7 @@ class Hardware(metaclass=ZooMeta):
             link_reduction=spec.get("interconnect_reduction", False),
             allreduce_latency=spec.get("allreduce_latency"),
             link_usable_bandwidth=spec.get("interconnect_link_usable_bandwidth"),
+            allreduce_estimates=spec.get("allreduce_estimates"),
         )
         return hw
 
@@ -209,7 +212,8 @@ class Hardware(metaclass=ZooMeta):
 
     @property
     def link_latency(self):
-        """Per-hop latency of the scale-up link in µs, or None."""
+        """The assumed latency of one message over the scale-up link (alpha where no AllReduce time
+        is measured, ``course_lib.topology``) in µs, or None."""
         t = self.link_latency_si
         return None if t is None else Q_(t * 1e6, "us")
 

@@ -25,12 +25,20 @@ Conventions (read these before using a number):
   the chip's links, in bytes/s. NVLink figures are usually quoted as bidirectional totals
   (A100 600 GB/s, H100 900 GB/s); per direction is half. ``None`` when there is no scale-up
   link (PCIe-only cards, SoCs, CPUs).
-* ``link_latency`` is an order-of-magnitude per-hop latency in seconds; vendors do not
-  publish one, so it is an assumption and its source says so.
-* ``allreduce_latency``: the time of one small AllReduce (the alpha of alpha-beta: launch,
-  protocol, synchronization), where a cited nccl-tests sweep measured it: a floor under every
-  AllReduce on that system, ring or summed in the switch; the hops x ``link_latency`` count
-  only where longer (``course_lib.topology``). Absent: hops x ``link_latency``, an assumption.
+* ``link_latency``: the **assumed** latency of one message (the alpha of alpha-beta: launch,
+  protocol, synchronisation), charged once per AllReduce and once per pipeline send, ring or
+  switch alike, on a chip where no small-message AllReduce time is published. One rule for
+  every such chip: the fastest small-message AllReduce published for any chip in the zoo
+  (``ASSUMED_MESSAGE_LATENCY``, HGX H100's), so no chip is assumed slower to start a message
+  than the fastest one measured. Its source says it is an assumption.
+* ``allreduce_latency``: the **bound's** alpha where a small-message AllReduce time is
+  published for the system: the fastest published, less its own bytes' time, rounded down
+  (no published point is then faster than alpha + bytes / bandwidth). It replaces
+  ``link_latency`` there (``course_lib.topology``).
+* ``allreduce_estimates``: named implementations' measured small-message AllReduce times, per
+  group size (seconds): ``"nccl"`` (nccl-tests, NCCL 2.20.5), ``"sglang"`` and ``"vllm"`` (their
+  custom one-shot/two-shot kernels). ``serve(..., allreduce=name)`` charges one of them without
+  overlap: an estimate, not a bound.
 * ``interconnect_link_usable_bandwidth``: per link and direction, what the vendor says a link
   really carries where its own material gives a figure below the line rate (MI300X xGMI).
 * ``tdp`` in watts; ``None`` where the vendor publishes none.
@@ -62,22 +70,49 @@ _NVLS_SRC = ("NVIDIA NVLink SHARP (NVLS): the NVSwitch chips of HGX H100/H200 (t
              "(NCCL maintainer, NVIDIA/nccl-tests issue #212: 'allreduce uses NVLink SHARP by "
              "default'). The A100's and V100's NVSwitch cannot reduce")
 
+_SGLANG_2904 = "https://github.com/sgl-project/sglang/pull/2904"
+_AZURE_H200_SWEEP = ("https://github.com/Azure/AI-benchmarking-guide (Azure_Results/ND_H200_v5_results.md, "
+                     "'NCCL Bandwidth' table, commit 7f20e5f)")
+
+#: the fastest small-message AllReduce published for any chip in the zoo (HGX H100, below): the
+#: latency assumed for every chip without a measurement of its own
+ASSUMED_MESSAGE_LATENCY = 3.6e-6
+
 _NVLS_ALLREDUCE_LATENCY_SRC = (
-    "Measured, not a datasheet figure: nccl-tests AllReduce on 8 NVSwitch-connected H200 SXM (Azure "
-    "ND H200 v5, NCCL 2.20.5, a sweep Azure labels 'NVLS algorithm'; course_lib.measurements): 1 KiB "
-    "to 512 KiB take 30-31 us, the bandwidth term under 1.2 us of it. The 1 KiB row prints busbw "
-    "0.06 GB/s: t = 1024 x 1.75 / 0.06e9 = 29.9 us, and 27.6 us at the top of its rounding (0.065); "
-    "27.5 us is taken, so no printed row is faster than the model. nccl-tests times the AllReduce "
-    "NCCL runs at each size, and NCCL's tuner picks the algorithm and protocol per size (at a few "
-    "KiB a ring or tree with the LL protocol, not NVLS), so this is a floor for any AllReduce on "
-    "the system, a ring's as much as NVLS's; the source does not print its NCCL settings. HGX H100 "
-    "has the same third-generation NVSwitch and NVLink 4, so the H100 takes the H200's figure; "
-    "smaller groups on the board take the 8-GPU figure")
+    "Measured, the fastest published: SGLang's custom AllReduce on 8x H100 SXM (NVSwitch), "
+    "without CUDA graphs, took 3.7 us for 512 B over 2 GPUs and for 4096 B over 4 GPUs "
+    f"({_SGLANG_2904}, 'unit test performance in H100', data sizes read as bytes; "
+    "course_lib.measurements). 3.7 us less 4096 B / 450 GB/s (0.009 us) is 3.69 us, rounded "
+    "down to 3.6 us, so no published point is faster than alpha + bytes / bandwidth. NCCL "
+    "2.20.5 takes about 30 us at the same sizes (nccl-tests, 8x H200, "
+    f"{_AZURE_H200_SWEEP}): one implementation's time, kept as the 'nccl' estimate, not a "
+    "bound. HGX H200 has the same NVSwitch and NVLink 4, so it takes the H100's figure; the "
+    "same alpha for a ring and for NVLink SHARP, and for any group on the board")
+
+_ALLREDUCE_ESTIMATES_SRC = (
+    "Measured small-message AllReduce times, per group size, of three implementations: 'nccl' "
+    "27.5 us (nccl-tests AllReduce on 8 H200 SXM, Azure ND H200 v5, NCCL 2.20.5: 1 KiB to 512 KiB "
+    "take 30-31 us; the 1 KiB row's busbw 0.06 GB/s at the top of its rounding, 0.065, gives "
+    f"1024 x 1.75 / 0.065e9 = 27.6 us, taken as 27.5; {_AZURE_H200_SWEEP}; the 8-GPU figure "
+    "serves smaller groups on the board too); 'sglang' 3.7 / 4.8 / 5.9 us over 2 / 4 / 8 GPUs "
+    "and 'vllm' 9.5 / 9.1 / 10.1 us (SGLang's custom AllReduce and vLLM's, 512 B, 8x H100 SXM, "
+    f"no CUDA graph, {_SGLANG_2904}). The H200 takes the H100's custom-kernel figures (same "
+    "NVSwitch, NVLink 4)")
+
+#: {implementation: {GPUs: seconds}} on HGX H100/H200 (sources: _ALLREDUCE_ESTIMATES_SRC)
+_HGX_HOPPER_ESTIMATES = {"nccl": {8: 27.5e-6},
+                         "sglang": {2: 3.7e-6, 4: 4.8e-6, 8: 5.9e-6},
+                         "vllm": {2: 9.5e-6, 4: 9.1e-6, 8: 10.1e-6}}
+
+_MEASURED_ELSEWHERE_LATENCY_SRC = (
+    "The assumed figure every chip without a measurement shares (3.6 us); not used on this chip, "
+    "whose measured allreduce_latency takes its place")
 
 _NVLINK_LATENCY_SRC = (
-    "Not a datasheet figure: order of magnitude (~1 us) of GPU-to-GPU peer latency as "
-    "measured by CUDA's p2pBandwidthLatencyTest-style microbenchmarks over NVLink; "
-    "an assumption for the alpha term of the alpha-beta communication model"
+    "Assumed, not measured: no small-message AllReduce time is published for this chip, so the "
+    "course's one rule for every such chip applies: the fastest published for any chip in the "
+    "zoo, 3.6 us (HGX H100, SGLang's custom AllReduce; see its allreduce_latency), charged once "
+    "per message (AllReduce or pipeline send), ring or switch alike"
 )
 
 SPECS = {
@@ -94,7 +129,7 @@ SPECS = {
         "interconnect_bandwidth": 150e9,
         "interconnect": "NVLink 2",
         "interconnect_topology": "switch",
-        "link_latency": 1e-6,
+        "link_latency": ASSUMED_MESSAGE_LATENCY,
         "tdp": 300,
         "sources": {
             "peak_flops": "NVIDIA Tesla V100 GPU datasheet (2018), SXM2 column: single "
@@ -133,7 +168,7 @@ SPECS = {
         "interconnect_bandwidth": 300e9,
         "interconnect": "NVLink 3",
         "interconnect_topology": "switch",
-        "link_latency": 1e-6,
+        "link_latency": ASSUMED_MESSAGE_LATENCY,
         "tdp": 400,
         "sources": {
             "peak_flops": "NVIDIA A100 Tensor Core GPU datasheet (2021), SXM column; the "
@@ -168,7 +203,7 @@ SPECS = {
         "interconnect_bandwidth": 300e9,
         "interconnect": "NVLink 3",
         "interconnect_topology": "switch",
-        "link_latency": 1e-6,
+        "link_latency": ASSUMED_MESSAGE_LATENCY,
         "tdp": 400,
         "sources": {
             "peak_flops": "NVIDIA A100 Tensor Core GPU datasheet (2021), SXM column "
@@ -204,8 +239,9 @@ SPECS = {
         "interconnect": "NVLink 4",
         "interconnect_topology": "switch",
         "interconnect_reduction": True,
-        "allreduce_latency": 27.5e-6,
-        "link_latency": 1e-6,
+        "allreduce_latency": 3.6e-6,
+        "allreduce_estimates": _HGX_HOPPER_ESTIMATES,
+        "link_latency": ASSUMED_MESSAGE_LATENCY,
         "tdp": 700,
         "sources": {
             "peak_flops": "NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022), "
@@ -227,7 +263,8 @@ SPECS = {
             "interconnect_topology": _NVSWITCH_SRC,
             "interconnect_reduction": _NVLS_SRC,
             "allreduce_latency": _NVLS_ALLREDUCE_LATENCY_SRC,
-            "link_latency": _NVLINK_LATENCY_SRC,
+            "allreduce_estimates": _ALLREDUCE_ESTIMATES_SRC,
+            "link_latency": _MEASURED_ELSEWHERE_LATENCY_SRC,
             "tdp": "NVIDIA H100 Tensor Core GPU datasheet (2023), SXM: max TDP up to 700 W "
                    "(configurable)",
         },
@@ -248,7 +285,7 @@ SPECS = {
         "interconnect_max_gpus": 2,
         "fallback_interconnect": "PCIe Gen5 x16",
         "fallback_interconnect_bandwidth": 64e9,
-        "link_latency": 1e-6,
+        "link_latency": ASSUMED_MESSAGE_LATENCY,
         "tdp": 350,
         "sources": {
             "peak_flops": "NVIDIA H100 Tensor Core GPU Architecture whitepaper (2022), "
@@ -294,8 +331,9 @@ SPECS = {
         "interconnect": "NVLink 4",
         "interconnect_topology": "switch",
         "interconnect_reduction": True,
-        "allreduce_latency": 27.5e-6,
-        "link_latency": 1e-6,
+        "allreduce_latency": 3.6e-6,
+        "allreduce_estimates": _HGX_HOPPER_ESTIMATES,
+        "link_latency": ASSUMED_MESSAGE_LATENCY,
         "tdp": 700,
         "sources": {
             "peak_flops": "NVIDIA H200 Tensor Core GPU datasheet (2024), SXM column: same "
@@ -315,7 +353,8 @@ SPECS = {
             "interconnect_topology": _NVSWITCH_SRC,
             "interconnect_reduction": _NVLS_SRC,
             "allreduce_latency": _NVLS_ALLREDUCE_LATENCY_SRC,
-            "link_latency": _NVLINK_LATENCY_SRC,
+            "allreduce_estimates": _ALLREDUCE_ESTIMATES_SRC,
+            "link_latency": _MEASURED_ELSEWHERE_LATENCY_SRC,
             "tdp": "NVIDIA H200 Tensor Core GPU datasheet (2024), SXM: max TDP up to 700 W",
         },
     },
@@ -334,7 +373,7 @@ SPECS = {
         "interconnect": "NVLink 5",
         "interconnect_topology": "switch",
         "interconnect_reduction": True,
-        "link_latency": 1e-6,
+        "link_latency": ASSUMED_MESSAGE_LATENCY,
         "tdp": 1000,
         "sources": {
             "peak_flops": "NVIDIA HGX B200 datasheet (2024), 8-GPU totals divided by 8; "
@@ -379,7 +418,7 @@ SPECS = {
         "interconnect_links": 7,
         "interconnect_link_usable_bandwidth": 48e9,
         "interconnect_max_gpus": 8,
-        "link_latency": 1e-6,
+        "link_latency": ASSUMED_MESSAGE_LATENCY,
         "tdp": 750,
         "sources": {
             "peak_flops": "AMD Instinct MI300X accelerator datasheet (2023): dense matrix "
@@ -403,8 +442,7 @@ SPECS = {
                                                   "xGMI Performance on AMD Instinct MI300X' (2025-03-02): "
                                                   "each xGMI link is rated 64 GB/s, and CRC and protocol "
                                                   "overhead leave about 48 GB/s usable per link (75%)",
-            "link_latency": "Not a datasheet figure: order-of-magnitude (~1 us) assumption "
-                            "for GPU-to-GPU peer latency over xGMI, as for NVLink",
+            "link_latency": _NVLINK_LATENCY_SRC,
             "tdp": "AMD Instinct MI300X datasheet (2023): 750 W peak board power",
         },
     },
@@ -421,6 +459,8 @@ SPECS = {
         "memory_capacity_datasheet": 24e9,
         "interconnect_bandwidth": None,
         "interconnect": None,
+        "fallback_interconnect": "PCIe Gen4 x16",
+        "fallback_interconnect_bandwidth": 32e9,
         "link_latency": None,
         "tdp": 72,
         "sources": {
@@ -435,7 +475,8 @@ SPECS = {
                                "on an 'NVIDIA L4' in public captures (Google Cloud G2 VMs)",
             "interconnect_bandwidth": "NVIDIA L4 datasheet (2023): no NVLink; PCIe Gen4 "
                                       "x16 only, so no scale-up link (None)",
-            "link_latency": "No scale-up link (PCIe only), so None",
+            "link_latency": "No scale-up link (PCIe only), so None: an AllReduce over PCIe pays the assumed latency every chip without a measurement shares (ASSUMED_MESSAGE_LATENCY)",
+            "fallback_interconnect_bandwidth": "NVIDIA L4 datasheet (2023): PCIe Gen4 x16; the PCIe 4.0 line rate, 16 GT/s x 16 lanes, is about 32 GB/s per direction (64 GB/s both ways, 128b/130b encoding ignored). Tensor parallelism runs over it (course_lib.topology)",
             "tdp": "NVIDIA L4 datasheet (2023): max thermal design power 72 W",
         },
     },
@@ -450,6 +491,8 @@ SPECS = {
         "memory_capacity_datasheet": 16e9,
         "interconnect_bandwidth": None,
         "interconnect": None,
+        "fallback_interconnect": "PCIe Gen3 x16",
+        "fallback_interconnect_bandwidth": 16e9,
         "link_latency": None,
         "tdp": 70,
         "sources": {
@@ -465,7 +508,8 @@ SPECS = {
                                "runtime, AWS g4dn)",
             "interconnect_bandwidth": "NVIDIA T4 datasheet (2019): PCIe Gen3 x16 only, no "
                                       "NVLink, so no scale-up link (None)",
-            "link_latency": "No scale-up link (PCIe only), so None",
+            "link_latency": "No scale-up link (PCIe only), so None: an AllReduce over PCIe pays the assumed latency every chip without a measurement shares (ASSUMED_MESSAGE_LATENCY)",
+            "fallback_interconnect_bandwidth": "NVIDIA T4 datasheet (2019): PCIe Gen3 x16; the PCIe 3.0 line rate, 8 GT/s x 16 lanes, is about 16 GB/s per direction (32 GB/s both ways, 128b/130b encoding ignored). Tensor parallelism runs over it (course_lib.topology)",
             "tdp": "NVIDIA T4 datasheet (2019): max power 70 W",
         },
     },
@@ -483,7 +527,7 @@ SPECS = {
         "interconnect": "ICI, 4 ports per chip, 2D torus",
         "interconnect_topology": "torus",
         "interconnect_links": 4,
-        "link_latency": 1e-6,
+        "link_latency": ASSUMED_MESSAGE_LATENCY,
         "tdp": None,
         "sources": {
             "peak_flops": "Google Cloud TPU documentation, 'TPU v5e' page (system "
@@ -506,8 +550,7 @@ SPECS = {
                                      "wraparound: its corner chips have two neighbours, and a ring "
                                      "through the slice sends on two ports, 100 of the 200 GB/s "
                                      "per direction (a pair of neighbours: one port)",
-            "link_latency": "Not published by Google: order-of-magnitude (~1 us) "
-                            "assumption for one ICI hop including software overhead",
+            "link_latency": _NVLINK_LATENCY_SRC,
             "tdp": "Google publishes no per-chip TDP for TPU v5e, so None",
         },
     },

@@ -24,6 +24,7 @@ class Measurement:
     """One published measurement and the setting it was taken in."""
 
     kind: str            # "llm_decode" | "cnn_inference" | "stream" | "gemm" | "allreduce"
+                         # | "allreduce_peak" (a peak bus bandwidth, no message size)
     hardware: str        # SPECS key, e.g. "A100"
     model: str | None    # "Llama2_7B", "Llama2_70B", "ResNet50"; None for stream/gemm
     precision: str       # weight precision ("bf16", "int8", "int4", "fp16"); "n/a" for stream
@@ -35,6 +36,8 @@ class Measurement:
     setting: str         # the exact setting in words
     source: str          # where the number comes from
     shape: tuple = ()    # gemm: (M, N, K); allreduce: (bytes per GPU,); empty otherwise
+    implementation: str = ""   # allreduce: "nccl", "sglang", "vllm" (course_lib.topology.IMPLEMENTATIONS)
+    algorithm: str = ""        # allreduce_peak: "nvls" (summed in the switch) or "ring"
 
 
 _GPT_FAST = "pytorch-labs/gpt-fast README"
@@ -151,7 +154,7 @@ def _allreduce():
                              "ND H200 v5 VM, NCCL 2.20.5, labelled 'NVLS algorithm' (NVLink SHARP) by "
                              "Azure; NCCL picks the algorithm per message size, in-place, "
                              f"{2**(10 + i):,} bytes, bus bandwidth {busbw} GB/s"),
-                    source=_AZURE_H200, shape=(2**(10 + i),))
+                    source=_AZURE_H200, shape=(2**(10 + i),), implementation="nccl")
         for i, busbw in enumerate(_AZURE_H200_BUSBW)
     ]
     rows += [
@@ -161,10 +164,60 @@ def _allreduce():
                              "by an NVLink bridge (NCCL: P2P/direct pointer), float sum, out-of-place, "
                              f"{nbytes} bytes: {us} us, busbw {busbw} GB/s; the reporter found it "
                              "lower than on A100 SXM4"),
-                    source=_NCCL_1161, shape=(nbytes,))
+                    source=_NCCL_1161, shape=(nbytes,), implementation="nccl")
         for nbytes, us, busbw in _NCCL_1161_ROWS
     ]
+    rows += _custom_allreduce() + _allreduce_peaks()
     return rows
+
+
+_SGLANG_2904 = ("sgl-project/sglang pull request #2904, 'optimize custom allreduce kernel' (2025-01-15), "
+                "'unit test performance in H100 (without cuda graph)': "
+                "https://github.com/sgl-project/sglang/pull/2904")
+#: its two tables, latency in ms by data size (read as bytes per GPU) over 2 / 4 / 8 GPUs
+_SGLANG_2904_TABLES = {
+    "sglang": {512: (0.0037, 0.0048, 0.0059), 4096: (0.0039, 0.0037, 0.0057),
+               32768: (0.0045, 0.0048, 0.0078), 262144: (0.0079, 0.0139, 0.0167),
+               524288: (0.0125, 0.0202, 0.0221), 1048576: (0.0199, 0.0311, 0.0338)},
+    "vllm": {512: (0.0095, 0.0091, 0.0101), 4096: (0.0088, 0.0085, 0.0093),
+             32768: (0.0087, 0.0092, 0.0118), 262144: (0.0129, 0.0206, 0.0241),
+             524288: (0.0177, 0.0269, 0.0304), 1048576: (0.0266, 0.0402, 0.0450)},
+}
+_NAMES = {"sglang": "SGLang's custom AllReduce (one-shot/two-shot, copy-input mode)",
+          "vllm": "vLLM's custom AllReduce"}
+
+
+def _custom_allreduce():
+    """SGLang's and vLLM's custom AllReduce kernels on 8x H100 SXM, as SGLang's PR printed them.
+    The table says 'data size' without a unit; read as bytes per GPU, which for a bound is the
+    cautious reading (the model's bytes term is then the smallest it could be)."""
+    return [
+        Measurement(kind="allreduce", hardware="H100", model=None, precision="n/a", batch_size=1,
+                    tp=tp, quantity="latency", value=ms * 1e-3,
+                    setting=(f"{_NAMES[impl]} over {tp} of 8 NVSwitch-connected H100 SXM, without CUDA "
+                             f"graphs, data size {nbytes} (read as bytes per GPU): {ms * 1e3:.1f} us"),
+                    source=_SGLANG_2904, shape=(nbytes,), implementation=impl)
+        for impl, table in _SGLANG_2904_TABLES.items()
+        for nbytes, times in table.items() for tp, ms in zip((2, 4, 8), times)
+    ]
+
+
+_NCCL_TESTS_212 = ("NVIDIA/nccl-tests issue #212, 'H100 all reduce performance is poor', the NCCL "
+                   "maintainer's reply of 2024-05-06 (on GitHub: NVIDIA/nccl-tests, issue 212)")
+
+
+def _allreduce_peaks():
+    """The peak bus bandwidth NCCL reaches on 8 H100 SXM for large AllReduces, by algorithm: a ring
+    (NCCL_ALGO=RING) about 370 GB/s, 'the line rate [450 GB/s] with the protocol overhead (~20%)';
+    NVLink SHARP about 480 GB/s busbw (algbw about 275 GB/s). No message size is given."""
+    return [
+        Measurement(kind="allreduce_peak", hardware="H100", model=None, precision="n/a", batch_size=1,
+                    tp=8, quantity="bus_bandwidth", value=busbw * 1e9,
+                    setting=f"nccl-tests AllReduce on 8 H100 SXM, {words}: peak busbw about {busbw} GB/s",
+                    source=_NCCL_TESTS_212, implementation="nccl", algorithm=algo)
+        for algo, busbw, words in (("ring", 370, "a ring (NCCL_ALGO=RING)"),
+                                   ("nvls", 480, "NVLink SHARP, NCCL's default (algbw about 275 GB/s)"))
+    ]
 
 
 def allreduce_seconds(row: Measurement) -> float:
@@ -174,9 +227,13 @@ def allreduce_seconds(row: Measurement) -> float:
     >>> row = find(kind="allreduce", hardware="H100_PCIe", shape=(4294967296,))[0]
     >>> round(allreduce_seconds(row) * 1e6)          # us; the report printed 36943
     36943
+
+    A row that gives the time itself (quantity "latency": SGLang's and vLLM's tables) is that time.
     """
     if row.kind != "allreduce":
         raise ValueError(f"allreduce_seconds takes an allreduce row; got {row.kind}")
+    if row.quantity == "latency":
+        return row.value
     (nbytes,) = row.shape
     return nbytes * 2 * (row.tp - 1) / row.tp / row.value
 

@@ -9,13 +9,16 @@
 * With ``tp > 1`` the weights, KV cache and FLOPs are split over ``tp`` GPUs (activation traffic
   too, which slightly flatters TP: norms and residual adds really run replicated; a KV head is
   never split, so with more GPUs than KV heads the cache is replicated) and each layer adds
-  two ring AllReduces of the activations: 2(N−1)/N · bytes / link bandwidth + alpha (where the
-  switch sums the data itself, NVLink SHARP on HGX H100/H200/B200: bytes / link bandwidth +
-  alpha). alpha is the larger of the small-message AllReduce time nccl-tests measured on the
-  system (HGX H100/H200: a floor for any algorithm) and 2(N−1) (ring) or 2 (switch) hops of the
-  assumed per-hop link latency; where no sweep is cited it is the assumed hops alone, and
-  ``s.interconnect`` says which. Reported as ``t_comm`` and not overlapped with
-  compute. The link bandwidth is the
+  two AllReduces of the activations, each one latency (alpha) plus a ring's 2(N−1)/N · bytes /
+  link bandwidth (where the switch sums the data itself, NVLink SHARP on HGX H100/H200/B200:
+  bytes / link bandwidth). ``allreduce=None`` (the default) is the **bound**: alpha is the
+  fastest small-message AllReduce published for the system (or the one assumed figure every
+  chip without a measurement shares) and the AllReduces may overlap compute and memory, so a
+  step is max(t_compute, t_memory, t_comm). ``allreduce="nccl"`` / ``"sglang"`` / ``"vllm"`` is
+  an **estimate**: that implementation's measured small-message time as alpha, the AllReduces
+  after compute and memory (max(t_compute, t_memory) + t_comm), as decode runs them.
+  ``s.interconnect`` says which, and where alpha comes from (``course_lib.topology``). The link
+  bandwidth is the
   share of the chip's links the topology lets one AllReduce use (``course_lib.topology``: all
   of them through an NVSwitch; one link per other GPU on MI300X's point-to-point mesh; two
   of a TPU v5e's four torus ports); a link that joins fewer GPUs than ``tp`` (the H100 PCIe's
@@ -27,7 +30,8 @@
   so activations (and the AllReduce payload) are stored and counted in fp16.
 * A model with a sliding window (Mistral-7B) attends to, and caches, the last W tokens only.
 
-Each step is a roofline, max(t_compute, t_memory) (+ t_comm), with the same explicit knobs as
+Each step is a roofline, max(t_compute, t_memory, t_comm) (the bound) or max(t_compute, t_memory)
++ t_comm (an estimate), with the same explicit knobs as
 ``solve``. Memory: weights + KV cache against the chip's capacity (binary: an 80GB H100 holds
 81,559 MiB); activations and framework workspace are not counted, so ``fits`` is optimistic
 by that much.
@@ -50,7 +54,7 @@ from . import sensitivity
 from .formatting import fmt_time
 from .roofline import _sums, layer_traffic, regime, traffic
 from .units import Q_, to_si
-from .topology import allreduce_seconds, alpha_words, in_switch_reduction, latency_floor, ring_link
+from .topology import allreduce_seconds, alpha_words, in_switch_reduction, message_latency, ring_link
 from .workloads import Knobs, check_batch, precisions, resolve
 
 
@@ -141,9 +145,9 @@ class Serving:
 _PARTS = ("weights", "activations", "kv_cache")
 
 
-def _allreduce_time(nbytes, n, link_bandwidth, link_latency, in_switch=False, measured=None):
+def _allreduce_time(nbytes, n, link_bandwidth, latency, in_switch=False):
     """``course_lib.topology.allreduce_seconds`` (this module's name for it)."""
-    return allreduce_seconds(nbytes, n, link_bandwidth, link_latency, in_switch, measured)
+    return allreduce_seconds(nbytes, n, link_bandwidth, latency, in_switch)
 
 
 def _link(hardware, tp):
@@ -300,16 +304,18 @@ def prefill_crossover(model, hardware, batch_size=1, max_prompt=1 << 20, **preci
 def serve(model, hardware, prompt_tokens=2048, output_tokens=128, batch_size=1, precision="fp16",
           weight_precision=None, activation_precision=None, kv_precision=None, tp=1, *,
           attention_precision=None, compute_efficiency=1.0, memory_efficiency=1.0,
-          overhead_per_kernel=None, link_latency=None) -> Serving:
+          overhead_per_kernel=None, link_latency=None, allreduce=None) -> Serving:
     """Serve `batch_size` requests of `prompt_tokens` in and `output_tokens` out.
 
     `precision` is the default for weights and activations (and for the KV cache and attention
     when it is a 16- or 32-bit float). ``weight_precision="int8"`` with fp16 activations is
     weight-only quantization (math at the fp16 peak); ``precision="int8"`` is W8A8: weight
     matmuls at the int8 peak, attention and the KV cache in fp16 (TensorRT-LLM's default;
-    ``kv_precision="int8"`` and ``attention_precision`` change them). ``link_latency``
-    overrides the chip's per-hop latency in the AllReduce term and drops its measured
-    per-message floor (``course_lib.topology``): alpha is then the hops at that latency alone.
+    ``kv_precision="int8"`` and ``attention_precision`` change them). ``allreduce``
+    None is the bound (the fastest published AllReduce latency, communication overlapped);
+    ``"nccl"``, ``"sglang"`` or ``"vllm"`` an estimate with that implementation's measured
+    latency, not overlapped (``course_lib.topology``). ``link_latency`` overrides alpha, the
+    latency of each AllReduce, in either.
 
     >>> s = serve("Llama3_8B", "H100", prompt_tokens=2048, output_tokens=128, batch_size=8)
     >>> round(s.tpot.m_as("ms"), 2), s.decode.bottleneck
@@ -335,11 +341,14 @@ def serve(model, hardware, prompt_tokens=2048, output_tokens=128, batch_size=1, 
 
     link_name, link_bw = _link(hardware, tp)
     in_switch = in_switch_reduction(hardware, tp)
+    # alpha, one per AllReduce: given, the bound's, or the named implementation's (an estimate)
     latency = (to_si(link_latency, "time", "link_latency") if link_latency is not None
-               else (hardware.link_latency_si or 0.0))
-    # the measured small-message AllReduce time, a floor under the hops (ring or switch), unless
-    # a per-hop latency is given
-    measured = latency_floor(hardware, tp) if link_latency is None else None
+               else message_latency(hardware, tp, allreduce))
+    overlap = allreduce is None                  # the bound lets the AllReduces overlap
+
+    def step(tc, tm, comm):
+        return np.maximum(np.maximum(tc, tm), comm) if overlap else np.maximum(tc, tm) + comm
+
     L, d = model.config.n_layers, model.config.d_model
     kv_shard = _kv_shard(model, tp)
 
@@ -360,11 +369,11 @@ def serve(model, hardware, prompt_tokens=2048, output_tokens=128, batch_size=1, 
     pre = model.prefill_table(P)
     f_pre, fa_pre, parts_pre = per_gpu(pre)
     b_pre = parts_pre.sum()
-    comm_pre = 2 * L * _allreduce_time(B * P * d * ba_, tp, link_bw, latency, in_switch, measured)
+    comm_pre = 2 * L * _allreduce_time(B * P * d * ba_, tp, link_bw, latency, in_switch)
     tc, tm = seconds(f_pre, fa_pre), b_pre / bw
     overhead = pre.kernels * knobs.overhead_per_kernel
     prefill = Phase("prefill", f_pre, b_pre, tc, tm, comm_pre,
-                    max(tc, tm) + comm_pre + overhead, regime(tc, tm, comm_pre if tp > 1 else None),
+                    float(step(tc, tm, comm_pre)) + overhead, regime(tc, tm, comm_pre if tp > 1 else None),
                     parts=dict(zip(_PARTS, parts_pre)))
 
     # decode: steps for tokens 2..T, each attending over the prompt and the tokens so far.
@@ -378,9 +387,9 @@ def serve(model, hardware, prompt_tokens=2048, output_tokens=128, batch_size=1, 
     f_dec = f1 + (f2 - f1) * (attended - 1)
     fa_dec = fa1 + (fa2 - fa1) * (attended - 1)
     b_dec = b1 + (b2 - b1) * (attended - 1)
-    comm_dec = 2 * L * _allreduce_time(B * d * ba_, tp, link_bw, latency, in_switch, measured)
+    comm_dec = 2 * L * _allreduce_time(B * d * ba_, tp, link_bw, latency, in_switch)
     tc, tm = seconds(f_dec, fa_dec), b_dec / bw
-    steps = np.maximum(tc, tm) + comm_dec + model.decode_table(1).kernels * knobs.overhead_per_kernel
+    steps = step(tc, tm, comm_dec) + model.decode_table(1).kernels * knobs.overhead_per_kernel
     decode = Phase("decode", float(f_dec.mean()), float(b_dec.mean()), float(tc.mean()),
                    float(tm.mean()), comm_dec, float(steps.mean()),
                    regime(tc.sum(), tm.sum(), comm_dec * len(contexts) if tp > 1 else None),
@@ -390,9 +399,12 @@ def serve(model, hardware, prompt_tokens=2048, output_tokens=128, batch_size=1, 
     e2e = prefill.latency_si + (T - 1) * decode.latency_si
     return Serving(model=model, hardware=hardware, precisions=prec, knobs=knobs, tp=tp,
                    interconnect=(f"{link_name}, {link_bw / 1e9:.0f} GB/s per direction; "
-                                 + alpha_words(hardware, tp, link_latency=None if link_latency is None else latency))
+                                 + alpha_words(hardware, tp, link_latency=None if link_latency is None else latency,
+                                               allreduce=allreduce)
+                                 + ("; communication overlapped (max of the roofs)" if overlap
+                                    else "; not overlapped (added after compute and memory)"))
                    if tp > 1 else None,
                    perturbation=sensitivity.current().describe(),
-                   batch_size=B, prompt_tokens=P, output_tokens=T, prefill=prefill, decode=decode,
+                   allreduce=allreduce, batch_size=B, prompt_tokens=P, output_tokens=T, prefill=prefill, decode=decode,
                    e2e_latency_si=e2e, kv_cache_bytes_si=B * kv_per_seq, weight_bytes_si=weights,
                    memory_per_gpu_si=per_gpu_mem, fits=fits, max_batch_size=max_b)

@@ -8,7 +8,7 @@ Whether one AllReduce over a group of N GPUs can use them all depends on the wir
   talks at the full per-GPU bandwidth. Where the switch also sums the data itself
   (``interconnect_reduction``: NVLink SHARP on HGX H100/H200/B200, NCCL's default there), each
   GPU sends its buffer once and receives the sum once: ``bytes / BW`` instead of a ring's
-  ``2(N-1)/N · bytes / BW``, in 2 hops instead of 2(N-1) (``in_switch_reduction``).
+  ``2(N-1)/N · bytes / BW`` (``in_switch_reduction``).
 * **bridge** (the H100 PCIe's NVLink bridge): a pair is joined by all of its bridge's links;
   beyond ``interconnect_max_gpus`` GPUs the group also crosses the fallback link (PCIe), the
   slowest hop, which sets the pace.
@@ -19,23 +19,22 @@ Whether one AllReduce over a group of N GPUs can use them all depends on the wir
   8 chips 2x4) without wraparound, so its corner chips have two neighbours and a ring through
   the slice sends on two ports; a pair of neighbours shares one.
 
-**alpha, the latency term.** Every AllReduce pays the larger of two latencies:
+**alpha, the latency term: one per message, one rule for every chip.** Each AllReduce (and each
+pipeline send, ``course_lib.scaling``) pays one latency however small its message, a ring's as
+much as the switch's: launch, protocol and synchronisation, not a count of hops.
 
-* a **measured floor** (``allreduce_latency``, :func:`latency_floor`) where a cited nccl-tests
-  sweep timed small AllReduces on the system: 27.5 us on HGX H100/H200 (8 H200 SXM, Azure ND
-  H200 v5, NCCL 2.20.5: 1 KiB to 512 KiB all take 30-31 us). nccl-tests times whatever
-  AllReduce NCCL runs at each size; Azure labels the sweep "NVLS algorithm", but NCCL's tuner
-  picks the algorithm and protocol per message size, and at a few KiB it runs a ring or tree
-  with the LL protocol rather than NVLS, whose fixed cost is the larger. So the small-message
-  time is a floor for an AllReduce on that NVSwitch system whichever algorithm runs it, a ring
-  as much as the switch's own reduction, and the model charges it to both. (The source does
-  not print its NCCL settings; had the run forced NVLS at every size, a ring could be faster at
-  the smallest messages than this floor.) The sweep is of 8 GPUs; smaller groups on the same
-  board take the same floor.
-* the **hops**: 2(N-1) (a ring) or 2 (summed in the switch) of the per-hop ``link_latency``,
-  an order-of-magnitude **assumption** (~1 us, no vendor publishes one) that its source names.
-  It is all of alpha where no sweep is cited (A100, H100 PCIe, B200, MI300X, TPU v5e) and
-  counts on a system with a floor only where it is larger.
+* **The bound** (``allreduce=None``, the default): alpha is the fastest small-message AllReduce
+  published for the system (``allreduce_latency``: 3.6 us on HGX H100/H200, SGLang's custom
+  AllReduce, less its bytes' time), or, where none is published, the course's one assumption
+  for every other chip (``link_latency``: the same 3.6 us, the fastest measured on any chip).
+  ``serve`` lets the AllReduces overlap compute and memory in the bound (max of the three
+  roofs), so no implementation can be faster: nothing published is.
+* **An estimate** (``allreduce="nccl"``, ``"sglang"`` or ``"vllm"``): alpha is that
+  implementation's measured small-message time for the group (``allreduce_estimates``: NCCL
+  2.20.5 on 8 H200s, 27.5 us; SGLang's custom AllReduce 3.7 / 4.8 / 5.9 us and vLLM's
+  9.5 / 9.1 / 10.1 us on 2 / 4 / 8 H100s), a group without its own figure taking the next larger
+  group's; ``serve`` adds the AllReduces after compute and memory (no overlap, as decode runs
+  them: each layer waits for its sum). Labelled an estimate wherever it is printed.
 
 >>> from course_lib import Hardware
 >>> [round(ring_link(Hardware.MI300X, n)[1] / 1e9) for n in (2, 4, 8)]      # GB/s per direction
@@ -44,10 +43,10 @@ Whether one AllReduce over a group of N GPUs can use them all depends on the wir
 (100, 450)
 >>> in_switch_reduction(Hardware.H100, 8), in_switch_reduction(Hardware.A100, 8)
 (True, False)
->>> [round(alpha(Hardware.H100, 8, in_switch=s) * 1e6, 1) for s in (True, False)]   # us: the floor
-[27.5, 27.5]
->>> round(alpha(Hardware.A100, 8) * 1e6, 1)                     # us: 14 hops x 1 us, assumed
-14.0
+>>> [round(alpha(Hardware.H100, 8, in_switch=s) * 1e6, 1) for s in (True, False)]   # us: the bound's
+[3.6, 3.6]
+>>> round(alpha(Hardware.A100, 8) * 1e6, 1), round(alpha(Hardware.H100, 8, allreduce="nccl") * 1e6, 1)
+(3.6, 27.5)
 """
 from __future__ import annotations
 
@@ -65,6 +64,10 @@ def ring_link(hardware, tp: int) -> tuple[str, float]:
     if tp == 1:
         return "", float("inf")
     total = hardware.interconnect_bandwidth_si
+    if not total and getattr(hardware, "fallback_interconnect_bandwidth_si", None):
+        # a PCIe-only card: the ring runs over PCIe (vLLM and SGLang allow tensor parallelism there)
+        return (f"{hardware.fallback_interconnect} (no scale-up link: PCIe only)",
+                hardware.fallback_interconnect_bandwidth_si)
     if not total:
         raise CourseError(f"{hardware.name} has no scale-up interconnect in the zoo; tensor "
                           "parallelism needs one (tp must be 1 here).")
@@ -111,42 +114,64 @@ def in_switch_reduction(hardware, tp: int) -> bool:
             and (limit is None or tp <= limit))
 
 
-def allreduce_seconds(nbytes, n, link_bandwidth, link_latency, in_switch=False, message_latency=None):
-    """One AllReduce of `nbytes` over `n` GPUs. A ring: 2(n−1)/n · bytes / BW + 2(n−1) ·
-    latency; summed in the switch (`in_switch`): bytes / BW + 2 · latency. A measured
-    `message_latency` (seconds per AllReduce, :func:`latency_floor`) is a floor under the hops'
-    latency: alpha = max(message_latency, hops · link_latency).
+#: the implementations whose measured small-message AllReduce time an estimate may name
+IMPLEMENTATIONS = {"nccl": "NCCL 2.20.5 (nccl-tests)", "sglang": "SGLang's custom AllReduce",
+                   "vllm": "vLLM's custom AllReduce"}
+
+
+def allreduce_seconds(nbytes, n, link_bandwidth, latency, in_switch=False):
+    """One AllReduce of `nbytes` over `n` GPUs: one `latency` (alpha, per message) plus a ring's
+    2(n−1)/n · bytes / BW, or bytes / BW summed in the switch (`in_switch`).
 
     >>> allreduce_seconds(1e9, 8, 1e11, 0.0), allreduce_seconds(1e9, 8, 1e11, 0.0, in_switch=True)
     (0.0175, 0.01)
-    >>> allreduce_seconds(16384, 8, 4.5e11, 1e-6, in_switch=True, message_latency=27.5e-6) * 1e6
-    27.5364...
-    >>> allreduce_seconds(16384, 8, 4.5e11, 1e-6, message_latency=27.5e-6) * 1e6      # a ring: 27.5 > 14 x 1
-    27.5637...
+    >>> round(allreduce_seconds(16384, 8, 4.5e11, 3.6e-6, in_switch=True) * 1e6, 4)
+    3.6364
     """
     if n == 1:
         return 0.0 * nbytes
     beta = nbytes / link_bandwidth if in_switch else 2 * (n - 1) / n * nbytes / link_bandwidth
-    hops = (2 if in_switch else 2 * (n - 1)) * link_latency
-    return beta + (hops if message_latency is None else max(message_latency, hops))
+    return beta + latency
 
 
-def latency_floor(hardware, tp: int):
-    """The measured seconds any AllReduce over `tp` GPUs of `hardware` costs however small
-    (``allreduce_latency``: nccl-tests' small messages on HGX H100/H200), a ring's as much as
-    one summed in the switch; None where no sweep is cited and alpha is the assumed hops alone.
+def _check_implementation(allreduce):
+    if allreduce is not None and allreduce not in IMPLEMENTATIONS:
+        raise CourseError(f"allreduce must be None (the bound) or one of {sorted(IMPLEMENTATIONS)}; "
+                          f"got {allreduce!r}.")
+
+
+def message_latency(hardware, tp: int, allreduce=None) -> float:
+    """The latency (alpha) of one AllReduce over `tp` GPUs of `hardware`, in seconds: the bound's
+    (`allreduce` None: the fastest published for the system, else the assumed figure every other
+    chip shares) or a named implementation's measured time (an estimate).
 
     >>> from course_lib import Hardware
-    >>> latency_floor(Hardware.H100, 8), latency_floor(Hardware.A100, 8)
-    (2.75e-05, None)
+    >>> [round(message_latency(Hardware.H100, n, "sglang") * 1e6, 1) for n in (2, 4, 8)]
+    [3.7, 4.8, 5.9]
+    >>> round(message_latency(Hardware.H200, 4, "nccl") * 1e6, 1)      # the 8-GPU sweep's figure
+    27.5
     """
-    measured = getattr(hardware, "allreduce_latency_si", None)
-    limit = hardware.interconnect_max_gpus
-    return measured if tp > 1 and measured is not None and (limit is None or tp <= limit) else None
+    _check_implementation(allreduce)
+    if tp == 1:
+        return 0.0
+    if allreduce is None:
+        from .hardware_specs import ASSUMED_MESSAGE_LATENCY
+
+        measured = getattr(hardware, "allreduce_latency_si", None)
+        if measured is not None:
+            return measured
+        return hardware.link_latency_si if hardware.link_latency_si is not None else ASSUMED_MESSAGE_LATENCY
+    table = getattr(hardware, "allreduce_estimates", {}).get(allreduce)
+    groups = sorted(n for n in (table or {}) if n >= tp)
+    if not groups:
+        raise CourseError(f"no measured {IMPLEMENTATIONS[allreduce]} time over {tp} GPUs of "
+                          f"{hardware.name} is cited; use the bound (allreduce=None).")
+    return table[groups[0]]
 
 
-#: the name serving.py imports
-message_latency = latency_floor
+def measured_latency(hardware) -> bool:
+    """Whether the bound's alpha on `hardware` is measured (True) or the shared assumption."""
+    return getattr(hardware, "allreduce_latency_si", None) is not None
 
 
 def _in_switch(hardware, tp, in_switch):
@@ -157,63 +182,57 @@ def _in_switch(hardware, tp, in_switch):
     return bool(in_switch)
 
 
-def alpha(hardware, tp: int, in_switch=None) -> float:
-    """The latency term of one AllReduce over `tp` GPUs of `hardware`, in seconds: the larger of
-    the measured floor (:func:`latency_floor`) and the assumed hops. `in_switch` None: what the
-    chip runs (summed in the switch where it can); False: a ring."""
-    return allreduce_time(hardware, 0.0, tp, in_switch=in_switch)
+def alpha(hardware, tp: int, in_switch=None, allreduce=None) -> float:
+    """The latency term of one AllReduce over `tp` GPUs of `hardware`, in seconds (one per message,
+    a ring's as much as the switch's): :func:`message_latency`. `in_switch` None: what the chip runs
+    (summed in the switch where it can); False: a ring."""
+    return allreduce_time(hardware, 0.0, tp, in_switch=in_switch, allreduce=allreduce)
 
 
-def alpha_words(hardware, tp: int, in_switch=None, link_latency=None) -> str:
-    """Where alpha comes from, in words, for a result's notes: measured (and from what) or assumed.
+def alpha_words(hardware, tp: int, in_switch=None, link_latency=None, allreduce=None) -> str:
+    """Where alpha comes from, in words, for a result's notes: the bound's (measured or assumed)
+    or an estimate's (a named implementation's measured time).
 
     >>> from course_lib import Hardware
     >>> alpha_words(Hardware.A100, 8)
-    'AllReduce latency 14.0 us = 14 hops x 1 us (assumed per-hop latency, no measurement cited)'
+    'bound: AllReduce latency 3.6 us per message (assumed: no measurement for this chip; the fastest published for any chip)'
     """
     if tp == 1:
         return ""
-    switch = _in_switch(hardware, tp, in_switch)
-    n_hops = 2 if switch else 2 * (tp - 1)
+    _in_switch(hardware, tp, in_switch)
+    _check_implementation(allreduce)
+    kind = "bound" if allreduce is None else f"estimate ({IMPLEMENTATIONS[allreduce]})"
     if link_latency is not None:
-        hop = float(link_latency)
-        return f"AllReduce latency {n_hops * hop * 1e6:.1f} us = {n_hops} hops x {hop * 1e6:g} us (given)"
-    hop = hardware.link_latency_si or 0.0
-    hops = f"{n_hops} hops x {hop * 1e6:g} us"
-    floor = latency_floor(hardware, tp)
-    if floor is None:
-        return (f"AllReduce latency {n_hops * hop * 1e6:.1f} us = {hops} "
-                "(assumed per-hop latency, no measurement cited)")
-    if floor >= n_hops * hop:
-        return (f"AllReduce latency {floor * 1e6:.1f} us (measured floor, nccl-tests small messages; "
-                f"above the assumed {hops})")
-    return (f"AllReduce latency {n_hops * hop * 1e6:.1f} us = {hops} (assumed; above the measured "
-            f"{floor * 1e6:.1f} us floor)")
+        return f"{kind}: AllReduce latency {float(link_latency) * 1e6:g} us per message (given)"
+    a = message_latency(hardware, tp, allreduce)
+    if allreduce is not None:
+        return f"{kind}: AllReduce latency {a * 1e6:.1f} us per message (measured, {tp} GPUs or the next group measured)"
+    if measured_latency(hardware):
+        return f"{kind}: AllReduce latency {a * 1e6:.1f} us per message (the fastest published for this system)"
+    return (f"{kind}: AllReduce latency {a * 1e6:.1f} us per message (assumed: no measurement for this chip; "
+            "the fastest published for any chip)")
 
 
-def allreduce_time(hardware, nbytes, tp: int, link_latency=None, in_switch=None) -> float:
+def allreduce_time(hardware, nbytes, tp: int, link_latency=None, in_switch=None, allreduce=None) -> float:
     """Seconds of one AllReduce of `nbytes` (per GPU) over `tp` GPUs of `hardware`, as ``serve``
-    models it: alpha, the larger of the measured floor and the hops x per-hop latency (or
-    `link_latency` per hop alone, where given), plus bytes over the share of the links its
+    models it: one latency (:func:`message_latency`: the bound's, or the named implementation's
+    with `allreduce`; `link_latency` where given) plus bytes over the share of the links its
     topology allows (``ring_link``), summed in the switch where the chip can (`in_switch` None)
-    or as a ring (`in_switch=False`). A bound: no AllReduce is faster.
+    or as a ring (`in_switch=False`). With `allreduce` None a bound: nothing published is faster.
 
     >>> from course_lib import Hardware
     >>> round(allreduce_time(Hardware.A100, 2**30, 8, link_latency=0) * 1e3, 2)   # ms: a ring, 1.75 x 1 GiB / 300 GB/s
     6.26
-    >>> round(allreduce_time(Hardware.H100, 16384, 8) * 1e6, 1)     # us: 27.5 us measured + 16 KiB / 450 GB/s
-    27.5
-    >>> round(allreduce_time(Hardware.H100, 16384, 8, in_switch=False) * 1e6, 1)   # a ring pays the same floor
-    27.6
+    >>> round(allreduce_time(Hardware.H100, 16384, 8) * 1e6, 2)     # us: 3.6 us + 16 KiB / 450 GB/s
+    3.64
+    >>> round(allreduce_time(Hardware.H100, 16384, 8, allreduce="nccl") * 1e6, 2)   # NCCL's estimate
+    27.54
     """
     if tp == 1:
         return 0.0
     switch = _in_switch(hardware, tp, in_switch)
-    if link_latency is None:
-        hop, measured = (hardware.link_latency_si or 0.0), latency_floor(hardware, tp)
-    else:
-        hop, measured = float(link_latency), None
-    return allreduce_seconds(nbytes, tp, ring_link(hardware, tp)[1], hop, switch, measured)
+    latency = float(link_latency) if link_latency is not None else message_latency(hardware, tp, allreduce)
+    return allreduce_seconds(nbytes, tp, ring_link(hardware, tp)[1], latency, switch)
 
 
 def seed_network_seconds(model, hardware, tp: int, tokens: int, bytes_per_element: float = 2.0) -> float:

@@ -352,8 +352,16 @@ class ScalingExplorer(_Explorer):
                     f"prefill {fmt_bytes(large)} in {fmt_time(allreduce_time(hw, large, tp))} "
                     f"(latency alone {fmt_time(allreduce_time(hw, 0.0, tp))}); {html.escape(s.interconnect)}")
         step = s.decode
-        return (f"TPOT <b>{fmt_time(step.latency_si)}</b> = max(compute {fmt_time(step.t_compute_si)}, memory "
-                f"{fmt_time(step.t_memory_si)}) + AllReduces {fmt_time(step.t_comm_si)} &middot; TTFT "
+        estimates = ""
+        if tp > 1:
+            named = [(name, serve(self.model, hw, prompt_tokens=prompt, output_tokens=64, batch_size=batch, tp=tp,
+                                  allreduce=name).decode.latency_si)
+                     for name in sorted(hw.allreduce_estimates)]
+            if named:
+                estimates = ("<br>estimates (a named AllReduce's measured latency, not overlapped): TPOT "
+                             + ", ".join(f"{html.escape(n)} {fmt_time(t)}" for n, t in named))
+        return (f"bound: TPOT <b>{fmt_time(step.latency_si)}</b> = max(compute {fmt_time(step.t_compute_si)}, memory "
+                f"{fmt_time(step.t_memory_si)}, AllReduces {fmt_time(step.t_comm_si)}){estimates} &middot; TTFT "
                 f"{fmt_time(s.prefill.latency_si)} (AllReduces {fmt_time(s.prefill.t_comm_si)}) &middot; "
                 f"<b>{fmt_rate(batch / step.latency_si, 'tokens/s')}</b>, "
                 f"{fmt_rate(batch / step.latency_si / tp, 'tokens/s')} per GPU{comm}"

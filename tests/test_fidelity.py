@@ -120,7 +120,7 @@ def test_h100_pcie_tensor_parallel_beyond_a_pair_runs_over_pcie():
     four = serve(Models.Llama2_7B, Hardware.H100_PCIe, tp=4)
     assert "NVLink" in pair.interconnect and "PCIe" in four.interconnect
     c = Models.Llama2_7B.config
-    per_ar = 2 * 3 / 4 * (c.d_model * 2) / 64e9 + 2 * 3 * Hardware.H100_PCIe.link_latency_si
+    per_ar = 2 * 3 / 4 * (c.d_model * 2) / 64e9 + Hardware.H100_PCIe.link_latency_si
     assert four.decode.t_comm_si == pytest.approx(2 * c.n_layers * per_ar)
     assert "PCIe" in repr(four)
 
@@ -211,7 +211,7 @@ def test_mi300x_is_a_point_to_point_mesh(tp, links):
     assert bw == pytest.approx(links * 48e9) and "mesh" in name and "48 GB/s usable" in name
     s = serve(Models.Llama3_8B, hw, tp=tp)
     c = Models.Llama3_8B.config
-    per_ar = 2 * (tp - 1) / tp * (c.d_model * 2) / (links * 48e9) + 2 * (tp - 1) * hw.link_latency_si
+    per_ar = 2 * (tp - 1) / tp * (c.d_model * 2) / (links * 48e9) + hw.link_latency_si
     assert s.decode.t_comm_si == pytest.approx(2 * c.n_layers * per_ar)
     assert f"{links} of 7 links" in s.interconnect
     with pytest.raises(CourseError, match="at most 8"):

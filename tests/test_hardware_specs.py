@@ -239,7 +239,10 @@ def test_laptop_cpu_figures_follow_from_their_derivation():
 
 # ---------------------------------------------------------------- measurements
 
-EXPECTED_COUNTS = {"llm_decode": 5 + 6, "cnn_inference": 12, "stream": 5, "gemm": 6, "allreduce": 24 + 3}
+# allreduce: the H200 sweep (24), the H100 PCIe pair (3), SGLang's and vLLM's tables (2 x 18);
+# allreduce_peak: nccl-tests #212's ring and NVLS bus bandwidths
+EXPECTED_COUNTS = {"llm_decode": 5 + 6, "cnn_inference": 12, "stream": 5, "gemm": 6, "allreduce": 24 + 3 + 36,
+                   "allreduce_peak": 2}
 
 
 def test_one_row_per_published_measurement():
@@ -261,7 +264,10 @@ def test_every_measurement_is_well_formed():
         if m.kind == "stream":
             assert m.model is None and m.quantity == "bandwidth"
         if m.kind == "allreduce":
-            assert m.model is None and m.quantity == "bus_bandwidth" and m.tp >= 2 and len(m.shape) == 1
+            assert m.model is None and m.quantity in ("bus_bandwidth", "latency") and m.tp >= 2
+            assert len(m.shape) == 1 and m.implementation in ("nccl", "sglang", "vllm")
+        if m.kind == "allreduce_peak":
+            assert m.quantity == "bus_bandwidth" and m.algorithm in ("ring", "nvls") and not m.shape
         if m.kind in ("llm_decode", "cnn_inference"):
             assert m.model is not None
 
@@ -367,9 +373,13 @@ def test_every_number_in_the_reference_sheet_is_a_row():
             expected += [("stream", "bandwidth", _num(r[2]) * 1e9) for r in body]
         elif heading.startswith("FP16 GEMM"):
             expected += [("gemm", "flops", _num(c) * 1e12) for c in body[0][1:]]
-    assert len(expected) == 34, f"parsed {len(expected)} numbers from the sheet"
+        elif heading.startswith("AllReduce latency, small messages"):
+            expected += [("allreduce", "latency", _num(c) * 1e-6) for r in body for c in r[1:]]
+    assert len(expected) in (34, 34 + 18), f"parsed {len(expected)} numbers from the sheet"
     # the AllReduce rows are not on the sheet (found later, for issue 17): each carries its own
     # source, which test_every_measurement_is_well_formed requires
-    got = sorted((m.kind, m.quantity, round(m.value, 9)) for m in MEASUREMENTS if m.kind != "allreduce")
+    sheet_has_sglang = len(expected) > 34
+    got = sorted((m.kind, m.quantity, round(m.value, 9)) for m in MEASUREMENTS
+                 if not m.kind.startswith("allreduce") or (sheet_has_sglang and m.implementation == "sglang"))
     want = sorted((k, q, round(v, 9)) for k, q, v in expected)
     assert got == want

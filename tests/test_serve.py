@@ -88,10 +88,24 @@ def test_tensor_parallel_reports_communication_separately():
     one = serve(Models.Llama2_70B, Hardware.A100, prompt_tokens=128, output_tokens=8, tp=4)
     c = Models.Llama2_70B.config
     msg = 1 * c.d_model * 2
-    per_ar = 2 * 3 / 4 * msg / 300e9 + 2 * 3 * Hardware.A100.link_latency_si
+    per_ar = 2 * 3 / 4 * msg / 300e9 + Hardware.A100.link_latency_si      # one assumed latency per message
     assert one.decode.t_comm_si == pytest.approx(2 * c.n_layers * per_ar)
+    # the bound overlaps the AllReduces with the step's reads: the largest of the three roofs
     assert one.decode.latency_si == pytest.approx(
-        max(one.decode.t_compute_si, one.decode.t_memory_si) + one.decode.t_comm_si)
+        max(one.decode.t_compute_si, one.decode.t_memory_si, one.decode.t_comm_si))
+    assert "overlapped" in one.interconnect
+
+
+def test_an_estimate_adds_the_allreduces_with_a_named_implementations_latency():
+    s = serve(Models.Llama3_8B, Hardware.H100, prompt_tokens=128, output_tokens=8, tp=8, allreduce="sglang")
+    c = Models.Llama3_8B.config
+    per_ar = c.d_model * 2 / 450e9 + 5.9e-6                          # SGLang PR 2904, 8 H100s, 512 B
+    assert s.decode.t_comm_si == pytest.approx(2 * c.n_layers * per_ar)
+    assert s.decode.latency_si == pytest.approx(
+        max(s.decode.t_compute_si, s.decode.t_memory_si) + s.decode.t_comm_si)
+    assert "estimate (SGLang" in s.interconnect and "not overlapped" in s.interconnect
+    with pytest.raises(CourseError, match="no measured"):
+        serve(Models.Llama3_8B, Hardware.A100, tp=8, allreduce="nccl")
 
 
 def test_communication_bound_regime():
@@ -104,7 +118,7 @@ def test_communication_bound_regime():
 
 def test_allreduce_formula():
     assert _allreduce_time(1e6, 1, 1e9, 1e-6) == 0
-    assert _allreduce_time(1e6, 4, 1e9, 1e-6) == pytest.approx(2 * 3 / 4 * 1e6 / 1e9 + 6e-6)
+    assert _allreduce_time(1e6, 4, 1e9, 1e-6) == pytest.approx(2 * 3 / 4 * 1e6 / 1e9 + 1e-6)
 
 
 def test_serve_input_errors():

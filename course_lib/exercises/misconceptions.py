@@ -136,8 +136,16 @@ MISCONCEPTIONS: dict[str, Misconception] = {
     # scaling out
     "no-comm-latency": Misconception(
         "timing an AllReduce by its bytes alone, as if a small message were free",
-        "Every AllReduce also pays a fixed latency (tens of microseconds measured for NCCL), which "
-        "decides a decode step's small messages: add it per AllReduce, two per layer."),
+        "Every AllReduce also pays a fixed latency (a few microseconds for a custom kernel, tens for "
+        "NCCL), which decides a decode step's small messages: add it per AllReduce, two per layer."),
+    "other-implementation": Misconception(
+        "taking another AllReduce implementation's latency than the one named",
+        "Each implementation has its own measured latency (the setup cell prints them): NCCL's is "
+        "several times a custom kernel's. Use the one the question names."),
+    "kv-split-past-heads": Misconception(
+        "splitting the KV cache over more GPUs than the model has KV heads",
+        "A KV head is never split: with more GPUs than KV heads each GPU holds one whole head, "
+        "and the heads are replicated. Divide by the KV heads each GPU holds, not by N."),
     "ring-in-switch": Misconception(
         "charging a ring's 2(N-1)/N traffic where the switch sums the data itself",
         "With NVLink SHARP each GPU sends its buffer once and receives the sum once: bytes / BW, "

@@ -123,6 +123,13 @@ def q2(prompt, output):
                   f"{d.latency_si * 1e3:.3f} ms{gain}")
         print(f"ratio of bytes per weight: int8 {bytes_per_element('fp16') / bytes_per_element('int8'):g}x, "
               f"int4 {bytes_per_element('fp16') / bytes_per_element('int4'):g}x")
+        from .wall import GPT_FAST_INT4_GROUP_SIZE, quantization_scale_bytes
+
+        scaled = {wp: runs["fp16"].decode.latency_si / (runs[wp].decode.latency_si + quantization_scale_bytes(
+            llama, wp) / a100.memory_bandwidth_si) for wp in ("int8", "int4")}
+        print(f"(this question counts the weights' own bytes; with the scales a real kernel also reads, counted as "
+              f"lesson 2 counts gpt-fast's, a bf16 scale and zero point per {GPT_FAST_INT4_GROUP_SIZE} int4 weights "
+              f"and a bf16 scale per int8 output channel: int8 {scaled['int8']:.3f}x, int4 {scaled['int4']:.3f}x)")
         context = prompt + output // 2                                        # the mean step's context
         print(f"\nWhat each kind of layer moves in the mean decode step (context {context}), GB:")
         print(f"{'layer kind':12s}" + "".join(f"{wp + ' weights':>15s}" for wp in runs))

@@ -10,6 +10,8 @@ MISTAKES = {
     "scale_q2_prediction": [
         ("no-comm-latency", 'q2_speedup = 2.0\n'
                             'q2_reasoning = "Decode is memory-bound and each GPU reads half the weights."\n'),
+        ("other-implementation", 'q2_speedup = 1.54\n'
+                                 'q2_reasoning = "Each AllReduce costs NCCL\'s ~28 us, so about 4.4 ms stays."\n'),
     ],
     "scale_q3_prediction": [
         ("other-phase", 'q3_decode = "bandwidth"\n'
@@ -23,6 +25,10 @@ MISTAKES = {
     "scale_q5_prediction": [
         ("no-comm-latency", 'q5_ratio = 0.125\n'
                             'q5_reasoning = "Tensor parallelism reads an eighth of the weights per GPU at once."\n'),
+    ],
+    "scale_q6_answer": [
+        ("kv-split-past-heads", 'q6_kv_gb = 32 * 2176 * 327680 / 16 / 1e9\n'),
+        ("gib-vs-gb", 'q6_kv_gb = 32 * 2176 * 327680 / 8 / 2**30\n'),
     ],
 }
 
