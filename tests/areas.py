@@ -19,7 +19,8 @@ AREAS: dict[str, tuple[str, list[str]]] = {
     "library": ("course_lib's solvers, zoo, units and printed results", [
         "test_solve.py", "test_serve.py", "test_cnn.py", "test_topology.py", "test_units_and_errors.py",
         "test_hardware_and_models.py", "test_hardware_specs.py", "test_measurements_bound.py",
-        "test_fidelity.py", "test_step_truth.py", "test_scaling_by_hand.py", "test_printed_results.py",
+        "test_fidelity.py", "test_step_truth.py", "test_scaling_by_hand.py", "test_latency_range.py",
+        "test_printed_results.py",
         "test_measure.py", "test_module_boundaries.py"]),
     "questions": ("declared questions, their checks, variants and the prediction record", [
         "test_questions.py", "test_question_robustness.py", "test_variants.py", "test_checks.py",
