@@ -25,11 +25,12 @@ MAX_ANSWER = 4 * 2**20
 class HubGroup:
     """``is_instructor`` for make_app: membership of the hub group `name`."""
 
-    def __init__(self, name: str, api_url: str, token: str, max_age: float = 60.0, fetch=None):
+    def __init__(self, name: str, api_url: str, token: str, max_age: float = 60.0, fetch=None, clock=time.monotonic):
         if not name:
             raise ValueError("a hub group's name is expected")
         self.name, self.api_url, self.token, self.max_age = name, api_url.rstrip("/"), token, max_age
         self._fetch = fetch or self._ask_the_hub
+        self._clock = clock              # seconds, monotonic (a test moves its own)
         self.members: frozenset[str] = frozenset()
         self.fetched_at: float | None = None
 
@@ -38,7 +39,7 @@ class HubGroup:
 
     async def refresh(self) -> None:
         """Ask the hub again once the last answer is older than max_age."""
-        now = time.monotonic()
+        now = self._clock()
         if self.fetched_at is not None and now - self.fetched_at < self.max_age:
             return
         try:
