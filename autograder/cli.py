@@ -165,7 +165,9 @@ def cmd_manual(args) -> int:
         todo = [r for r in rows if r["awaiting"]]
         for r in rows:
             if r["awaiting"] or not args.awaiting:
-                got = "awaiting" if r["awaiting"] else f"{r['points']:g}"
+                got = ("awaiting" + (f" (review: {r['points']:g} was given to an earlier answer)"
+                                     if r["points"] is not None else "") if r["awaiting"] else
+                       "-" if r["points"] is None else f"{r['points']:g}")
                 print(f"{r['student_id']:20s} {r['notebook']}/{r['grade_id']}: {got} of {r['max_points']:g}"
                       + (f"  ({r['comment'][:60]})" if r["comment"] else ""))
         print(f"{len(todo)} of {len(rows)} manually graded cell(s) still awaiting a score")

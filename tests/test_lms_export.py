@@ -10,6 +10,7 @@ read back from it with nbgrader's API, not written down here.
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import json
 import random
 import shutil
@@ -18,6 +19,7 @@ import pytest
 
 from autograder.cli import main
 from autograder.course import Course
+from autograder.grading import deadlines, late
 from autograder.grading.status import status_path, write_json
 from course_hub import lti as hub_lti
 from lti_platform import AGS, AGS_CLAIM, CUSTOM_CLAIM, DEPLOYMENT_CLAIM, LEARNER, Platform, new_key, pem
@@ -37,6 +39,7 @@ CLASS = {
     "hal": ("sub-hal", "graded"),
 }
 CELLS = {"q1": 3.0, "q2": 2.0, "q3": 5.0}
+DUE = dt.datetime(2027, 2, 1, 23, 59)     # naive UTC, as nbgrader keeps it
 
 
 def build_gradebook(course: Course, seed: int) -> None:
@@ -44,8 +47,9 @@ def build_gradebook(course: Course, seed: int) -> None:
 
     rng = random.Random(seed)
     course.root.mkdir(parents=True, exist_ok=True)
+    late.write(course.root, late.LatePolicy(10))      # bob, an hour late, loses 10% of his score
     with Gradebook(course.db_url) as gb:
-        gb.add_assignment(A)
+        gb.add_assignment(A, duedate=DUE)
         gb.add_notebook("hello_roofline", A)
         for cell, top in CELLS.items():
             gb.add_grade_cell(cell, "hello_roofline", A, max_score=top, cell_type="code")
@@ -54,18 +58,19 @@ def build_gradebook(course: Course, seed: int) -> None:
             gb.add_student(sid, first_name=sid.title(), last_name="Tester", email=f"{sid}@uni.example")
             if kind == "missing":
                 continue
-            gb.add_submission(A, sid)
+            gb.add_submission(A, sid, timestamp=DUE + dt.timedelta(hours=1 if kind == "late" else -1))
             for cell, top in CELLS.items():
                 g = gb.find_grade(cell, "hello_roofline", A, sid)
-                g.auto_score, g.needs_manual_grade = rng.choice([0.0, 1.0, top / 2, top]), False
+                g.auto_score, g.needs_manual_grade = rng.choice([1.0, top / 2, top] if kind == "late" else
+                                                                [0.0, 1.0, top / 2, top]), False
             explain = gb.find_grade("q4_explain", "hello_roofline", A, sid)
             explain.auto_score, explain.needs_manual_grade = None, kind == "manual"
             if kind != "manual":
                 explain.manual_score = rng.choice([0.0, 1.0])
             nb = gb.find_submission_notebook("hello_roofline", A, sid)
-            nb.late_submission_penalty = 1.0 if kind == "late" else None
             nb.flagged = kind == "flagged"
         gb.db.commit()
+    deadlines.retake_penalties(course, A)         # as grading leaves them
     write_json(status_path(course, A, "fay"), {"status": "failed", "cause": "kernel died"})
 
 
@@ -156,7 +161,7 @@ def test_export_posts_exactly_the_gradebook_scores_and_a_second_run_changes_noth
         assert f"{A} {sid}: not posted: {why}" in out
     assert "minus the late penalty" in out
     bob = platform.scores_of(A)["sub-bob"]
-    assert "late penalty 1 applied" in bob["comment"]
+    assert f"late penalty {_penalty(course, 'bob'):g} applied" in bob["comment"]
 
     n_posts, before = len(platform.posts), platform.scores_of(A)
     assert export(course, tmp_path, "--lms") == 0
@@ -182,6 +187,58 @@ def test_a_changed_score_updates_the_same_line_item(lms, capsys):
     assert platform.posts[-1][1]["userId"] == "sub-ann"
     assert posted(platform)["sub-ann"] == pytest.approx(gradebook_scores(course)["ann"])
     assert f"{A} ann: updated" in out
+
+
+def _penalty(course: Course, sid: str) -> float:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(course.db_url) as gb:
+        return gb.find_submission_notebook("hello_roofline", A, sid).late_submission_penalty or 0.0
+
+
+def test_a_hand_grade_entered_through_nbgraders_api_reaches_the_lms_with_its_penalty_taken_again(lms, capsys):
+    """The Formgrader's hand grade (nbgrader's API handler: the manual score and the status, and
+    nothing else) leaves the late penalty of the old score; export --lms takes it again from the
+    score as it is (issue 47: 24.2 was posted where 24.3 was due)."""
+    from nbgrader.api import Gradebook
+
+    platform, course, tmp_path = lms
+    with Gradebook(course.db_url) as gb:
+        g = gb.find_grade("q4_explain", "hello_roofline", A, "bob")
+        g.manual_score = 0.0 if g.manual_score else 1.0     # as nbgrader's GradeHandler.put writes it
+        g.needs_manual_grade = False
+        gb.db.commit()
+        score = gb.find_submission(A, "bob").score
+    assert export(course, tmp_path, "--lms") == 0
+    capsys.readouterr()
+    assert _penalty(course, "bob") == pytest.approx(0.1 * score)
+    assert posted(platform)["sub-bob"] == pytest.approx(0.9 * score)
+    csv_out = tmp_path / "grades.csv"
+    assert main(["export", "--root", str(course.root), "--source", str(course.source), "--release-dir",
+                 str(course.release), "--out", str(csv_out)]) == 0
+    bob = {r["student_id"]: r for r in csv.DictReader(csv_out.open())}["bob"]
+    assert float(bob["total"]) == pytest.approx(0.9 * score)
+
+
+def test_a_failures_flag_is_taken_back_once_graded_again_and_no_other_flag_is(lms, capsys):
+    """Issue 47: after a failed run and a successful regrade every student stayed flagged, held
+    from the LMS. flag_submission says which notebooks it flagged anew; unflag_failure (what a
+    successful merge calls with them) takes back only those, so a flag set before the failure
+    (cat's: an instructor's, a standing finding) stays."""
+    from autograder.grading.merge import flag_submission, unflag_failure
+    from autograder.grading.status import WHOLE
+    from autograder.integrity.flags import Flag, Reason
+
+    platform, course, tmp_path = lms
+    failed = {WHOLE: [Reason(Flag.GRADING_FAILED, "grading failed: the worker crashed")]}
+    assert flag_submission(course.db_url, A, "ann", failed) == ["hello_roofline"]
+    assert flag_submission(course.db_url, A, "ann", failed) == []          # a second failure adds none
+    assert flag_submission(course.db_url, A, "cat", failed) == []          # flagged before the failure
+    unflag_failure(course.db_url, A, "ann", ["hello_roofline"])
+    unflag_failure(course.db_url, A, "cat", [])
+    assert export(course, tmp_path, "--lms") == 0
+    out = capsys.readouterr().out
+    assert f"{A} ann: posted" in out and f"{A} cat: not posted: flagged" in out
 
 
 def test_the_instructor_chooses_the_late_penalty_and_the_flagged_rule(lms, capsys):

@@ -100,6 +100,42 @@ def test_a_regrade_keeps_the_manual_grade_and_its_status_and_logs_what_changed(t
     assert rows["ontime"][f"{A}/status"] == "needs manual grade"
 
 
+def _flagged(course, student) -> bool:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(course.db_url) as gb:
+        return any(nb.flagged for nb in gb.find_submission(A, student).notebooks)
+
+
+def test_a_failed_run_then_a_regrade_keeps_the_hand_grade_and_leaves_no_stale_flag(term):
+    """Issue 47: a failed run (a widened tolerance, a crashed worker) removes the autograded
+    copy; the next regrade compared the hand-graded answers with nothing and left every one for
+    review, and the failure's flag stayed after the successful regrade, holding the student from
+    the LMS. The answers last merged are kept apart, and the failure's own flag is taken back."""
+    from autograder.grading.autograde import Graded
+    from autograder.grading.grade import GradeSummary, _finish
+
+    from autograder.grading.status import FAILURE_FLAGGED, grading_status
+
+    course, args, _, _ = term
+    assert _gradebook(course)["late"]["reflection"] == (1.0, False)
+    summary = GradeSummary(A, [], [], {}, {}, False, "", 0.0, 1)
+    _finish(course, A, Graded("late", cause="hello_q1: no admissible variant"), "", False, summary)
+    assert _flagged(course, "late") and not (course.autograded / "late" / A).exists()
+    p = run_cli("grade", A, "--student", "late", "--force", "--reason", "the bug fixed", *args, *FAST,
+                *NO_SANDBOX_FLAG)
+    assert _gradebook(course)["late"]["reflection"] == (1.0, False)     # still graded, not awaiting
+    assert FAILURE_FLAGGED not in grading_status(course, A, "late")
+    out = course.root / "grades.csv"
+    run_cli("export", "--out", out, *args)
+    late = {r["student_id"]: r for r in csv.DictReader(out.open())}["late"]
+    assert late[f"{A}/status"] == "graded" and "grading failed" not in late[f"{A}/flag"]
+    assert "late: 5.4 of 6 (late by 1 d 1 h; late penalty 0.6)" in p.stdout      # no cell awaiting
+    status = run_cli("manual", A, *args).stdout
+    assert f"late                 units/{REFLECTION}: 1 of 1" in status
+    assert "2 of 3 manually graded cell(s) still awaiting a score" in status   # as grade counts them
+
+
 def test_a_changed_answer_is_left_for_review(term, tmp_path):
     course, args, _, _ = term
     run_cli("manual", A, "--student", "excused", "--cell", REFLECTION, "--points", "1", *args)

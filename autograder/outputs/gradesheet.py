@@ -59,7 +59,10 @@ def write_grades_csv(course: Course, path: Path, assignment: str | None = None, 
     (export; with_max: a last row with each column's maximum)."""
     from nbgrader.api import Gradebook
 
+    from autograder.grading.deadlines import retake_penalties
+
     path = Path(path)
+    retake_penalties(course, assignment)      # a hand grade in the Formgrader leaves the old one
     with Gradebook(course.db_url) as gb:
         if assignment is not None:
             rows = _one_assignment(gb, course, assignment)

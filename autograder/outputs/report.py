@@ -481,8 +481,11 @@ def plot_scores(rows: list[ScoreRow], path: Path) -> None:
 
 
 def report(course: Course, assignment: str, out_dir: Path | None = None) -> dict:
+    from autograder.grading.deadlines import retake_penalties
+
     out = Path(out_dir or course.reports / assignment)
     out.mkdir(parents=True, exist_ok=True)
+    retake_penalties(course)      # scores may have changed in the Formgrader; index.html reads every assignment
     rows = misconceptions(course, assignment)
     _write_csv(out / "misconceptions.csv", rows,
                ["notebook", "question", "title", "answer_cell", "variable", "answer", "count", "is_truth",
