@@ -175,6 +175,9 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
     sandbox, reason = _sandbox_or_refuse(sandbox, stream)
     if question is not None and question not in regrade.questions(course, assignment):
         raise GradingRefused(f"{assignment} has no graded question or cell {question!r}")
+    if bad := variants.unaskable(course, assignment):      # before any student is touched
+        raise GradingRefused(f"{assignment} cannot be graded; no student was: "
+                             + " ".join(u.message for u in bad))
     todo, skipped, fps, keys, ledger_entries = _to_grade(course, assignment, students, sandbox, packages, no_record,
                                                          force or question is not None, ledger)
     summary = GradeSummary(assignment, [], skipped, {}, {}, sandbox, reason, 0.0, jobs, question=question,

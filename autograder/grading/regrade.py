@@ -117,12 +117,16 @@ def only_question(data: dict, question: str) -> dict:
 
 
 def questions(course: Course, assignment: str) -> set[str]:
-    """Every question id (and grade id) of the assignment's graded cells."""
+    """Every question id (and grade id) of the assignment's graded cells, those a declared
+    question generates included (the source holds only its declaration: read as nbgrader's
+    generate reads it, expanded)."""
     from course_lib.exercises.question_ids import metadata, question_of
+
+    from autograder.authoring.cells import read_source
 
     out = set()
     for p in sorted((course.source / assignment).glob("*.ipynb")):
-        for c in nbformat.read(str(p), as_version=4).cells:
+        for c in read_source(p).cells:
             gid = metadata(c).get("grade_id")
             if gid and metadata(c).get("grade"):
                 out.add(gid)

@@ -183,7 +183,13 @@ def _variants(course: Course, assignments: list[str]):
         if secret is None:
             return "the lesson's own"
         key = course_variants.key_for(secret, student)
-        return "; ".join(f"{label(q)}: {V.describe(q, g)}" for q, g in course_variants.assigned(key, qids[assignment]).items())
+        try:
+            drawn = course_variants.assigned(key, qids[assignment])
+        except (RuntimeError, ValueError) as e:
+            # course_lib changed since (no admissible variant left): the export says so, never
+            # stops with a traceback (issue 47); `grade` refuses such a change before any student
+            return f"cannot be drawn now: {e}"
+        return "; ".join(f"{label(q)}: {V.describe(q, g)}" for q, g in drawn.items())
 
     return variant_of
 
