@@ -241,6 +241,48 @@ def test_a_failures_flag_is_taken_back_once_graded_again_and_no_other_flag_is(lm
     assert f"{A} ann: posted" in out and f"{A} cat: not posted: flagged" in out
 
 
+def test_every_run_says_what_it_held_back_and_unflagging_is_one_step(lms, capsys):
+    from autograder.grading.status import grading_status
+    from autograder.integrity import unflag
+    from autograder.integrity.flags import Flag, Reason
+
+    platform, course, tmp_path = lms
+    assert export(course, tmp_path, "--lms") == 0
+    out = capsys.readouterr().out
+    assert "held back, flagged: 1 (cat); to post them: look, then `python -m autograder unflag A STUDENT`" in out
+    assert "held back, written answers not graded yet: 1 (dan)" in out
+    assert "held back, grading failed: 1 (fay)" in out and "held back, no submission: 1 (eve)" in out
+    # cat's flag has a reason the grader recorded; the instructor looks and unflags, in one step
+    edited = Reason(Flag.RECORD_EDITED, "the prediction record looks edited")
+    write_json(status_path(course, A, "cat"), {"status": "graded", "flags": {"hello_roofline": [edited.to_json()]}})
+    args = ["--root", str(course.root), "--source", str(course.source), "--release-dir", str(course.release)]
+    assert main(["unflag", A, "cat", "--reason", "looked: the student's editor reformatted it", *args]) == 0
+    said = capsys.readouterr().out
+    assert "cat: 01_hello_roofline unflagged (hello_roofline)" in said and "cleared: the prediction record" in said
+    assert grading_status(course, A, "cat")["flags"]            # the grader's record is kept as it was
+    assert export(course, tmp_path, "--lms") == 0
+    out = capsys.readouterr().out
+    assert f"{A} cat: posted" in out and "held back, flagged" not in out
+    # a regrade finding the same reason does not flag again; a new finding does
+    new = Reason(Flag.CHANGED_AFTER_REVEAL, "Q1 changed after its reveal")
+    assert unflag.still_to_flag(course, A, "cat", {"hello_roofline": [edited, new]}) == {"hello_roofline": [new]}
+    assert unflag.still_to_flag(course, A, "ann", {"hello_roofline": [edited]}) == {"hello_roofline": [edited]}
+    with pytest.raises(SystemExit, match="say why"):
+        main(["unflag", A, "cat", *args])
+    with pytest.raises(SystemExit, match="eve has no submission"):
+        main(["unflag", A, "eve", "--reason", "x", *args])
+
+
+def test_after_a_comment_post_a_held_score_says_what_the_lms_still_shows(lms, capsys):
+    platform, course, tmp_path = lms
+    assert export(course, tmp_path, "--lms", "--flagged", "comment") == 0
+    capsys.readouterr()
+    assert export(course, tmp_path, "--lms") == 0
+    out = capsys.readouterr().out
+    cat = posted(platform)["sub-cat"]
+    assert f"{A} cat: not posted: flagged" in out and f"the LMS still shows {cat:g} / " in out
+
+
 def test_the_instructor_chooses_the_late_penalty_and_the_flagged_rule(lms, capsys):
     platform, course, tmp_path = lms
     assert export(course, tmp_path, "--lms", "--late", "ignore", "--flagged", "comment") == 0

@@ -55,7 +55,7 @@ from autograder.authoring.release import ensure_tools_on_path
 from autograder.grading.rundir import RunDir, clean_stale
 from autograder.sandbox.bwrap import INSTALL_HELP, UNSANDBOXED_WARNING, Limits, matplotlib_cache, package_dirs, probe
 from autograder.grading.status import FAILURE_FLAGGED, WHOLE, grading_status, status_path, write_json
-from autograder.integrity import predictions, verify
+from autograder.integrity import predictions, unflag, verify
 from autograder.authoring import variants
 from autograder.integrity import ledger as hub_ledger
 from autograder.grading import deadlines, regrade
@@ -341,7 +341,8 @@ def _finish(course: Course, assignment: str, res: Graded, fp: str, sandboxed: bo
         failure_flags = grading_status(course, assignment, s).get(FAILURE_FLAGGED) or []
         write_json(status_path(course, assignment, s), res.graded_status(fp, sandboxed))
         unflag_failure(course.db_url, assignment, s, failure_flags)
-        flag_submission(course.db_url, assignment, s, res.flag_reasons)
+        # what an instructor looked at and unflagged (`unflag`) is not flagged again
+        flag_submission(course.db_url, assignment, s, unflag.still_to_flag(course, assignment, s, res.flag_reasons))
         summary.graded.append(s)
         if res.stopped:
             summary.stopped[s] = res.stopped

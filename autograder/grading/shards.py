@@ -30,6 +30,7 @@ from pathlib import Path
 
 from autograder.course import Course, replace_dir
 from autograder.grading import regrade
+from autograder.integrity import unflag
 from autograder.grading.merge import flag_submission, merge_submission, unflag_failure
 from autograder.grading.status import FAILURE_FLAGGED, WHOLE, grading_status, status_path, write_json
 from autograder.integrity.flags import Flag, Reason
@@ -235,7 +236,7 @@ def _merge_one(course: Course, sc: ShardCourse, assignment: str, student: str, s
         write_json(status_path(course, assignment, student), st)
         unflag_failure(course.db_url, assignment, student, failure_flags)
         reasons = {nb: [Reason.from_json(r) for r in rs] for nb, rs in (st.get("flags") or {}).items()}
-        flag_submission(course.db_url, assignment, student, reasons)
+        flag_submission(course.db_url, assignment, student, unflag.still_to_flag(course, assignment, student, reasons))
         summary.graded.append(student)
         why = [r.message for rs in reasons.values() for r in rs]
         if why:

@@ -387,10 +387,12 @@ def score_rows(course: Course, assignment: str) -> list[ScoreRow]:
     """Every graded student's score per notebook (failed gradings left out: they are no zeros)."""
     from nbgrader.api import Gradebook, MissingEntry
 
+    from autograder.integrity.copy_flags import reasons as copy_reasons
     from autograder.integrity.ledger import status as ledger_status
     from autograder.grading.status import failed_students, flags
 
     failed = failed_students(course, assignment)
+    copies = copy_reasons(course, assignment)
     rows = []
     with Gradebook(course.db_url) as gb:
         try:
@@ -403,9 +405,11 @@ def score_rows(course: Course, assignment: str) -> list[ScoreRow]:
                 continue
             reasons = flags(course, assignment, sub.student.id)
             vouch = ledger_status(course, assignment, sub.student.id)
+            mine = copies.get(sub.student.id, {})
             for nb in sub.notebooks:
+                # every flag with its reason: the grader's (the status file) and the copy check's
                 rows.append(ScoreRow(nb.name, sub.student.id, nb.score, maxes[nb.name], nb.needs_manual_grade,
-                                     nb.flagged, reasons.get(nb.name, []), vouch))
+                                     nb.flagged, reasons.get(nb.name, []) + mine.get(nb.name, []), vouch))
     return rows
 
 
