@@ -181,6 +181,10 @@ def test_the_report_has_a_row_per_student_and_per_question(reported):
     assert float(students["late"]["late_penalty"]) == pytest.approx(0.6)
     assert float(students["late"]["score"]) == pytest.approx(6 - 0.6)
     assert students["excused"]["late"].startswith("on time (extended to 2027-02-03 12:00 UTC")
+    # one mean everywhere: the scores per notebook are after the late penalty, as students.csv
+    # and the course page (issue 47: report.html's mean was before it, index.html's after)
+    scores = {r["student"]: float(r["score"]) for r in csv.DictReader((d / "scores.csv").open())}
+    assert scores == {s: pytest.approx(float(r["score"])) for s, r in students.items()}
     assert students["ontime"]["status"] == "needs manual grade" and students["late"]["status"] == "graded"
     assert {s: r["ledger"] for s, r in students.items()} == dict.fromkeys(HANDED_IN, "not vouched")
     questions = {r["question"]: r for r in csv.DictReader((d / "questions.csv").open())}
