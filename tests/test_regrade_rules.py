@@ -71,3 +71,23 @@ def test_the_export_shows_a_question_that_can_no_longer_be_drawn(course, widened
     variants.init_secret(course)
     shown = _variants(course, [A])("ann", A)
     assert shown.startswith("cannot be drawn now: hello_q1: no admissible variant")
+
+
+def test_a_grading_process_leaves_no_matplotlib_cache_folder_behind(tmp_path):
+    """Issue 47: every kernel's home asked for a fresh autograder-mpl-* folder in /tmp, none
+    removed. Without a font cache of the grading user's own (an empty MPLCONFIGDIR), one folder
+    is built per grading process, shared by its calls, and removed when the process exits."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "mplconfig").mkdir()
+    (tmp_path / "tmp").mkdir()
+    code = ("from autograder.sandbox.bwrap import matplotlib_cache\n"
+            "a, b = matplotlib_cache(), matplotlib_cache()\n"
+            "import os; print(a == b, os.path.isdir(a), a)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "MPLCONFIGDIR": str(tmp_path / "mplconfig"), "TMPDIR": str(tmp_path / "tmp")})
+    same, existed, folder = p.stdout.split()
+    assert (same, existed) == ("True", "True") and folder.startswith(str(tmp_path / "tmp")), p.stderr
+    assert list((tmp_path / "tmp").glob("autograder-mpl-*")) == []
