@@ -14,6 +14,7 @@ import datetime as dt
 import json
 import random
 import shutil
+from urllib.parse import urlencode
 
 import pytest
 
@@ -364,3 +365,44 @@ def test_keygen_writes_a_private_key_and_its_public_key_set(tmp_path, capsys):
     assert [k["kty"] for k in jwks["keys"]] == ["RSA"] and "d" not in jwks["keys"][0]
     with pytest.raises(SystemExit, match="exists"):
         lms_main(["keygen", str(tmp_path / "keys")])
+
+
+def test_the_platform_runs_from_the_command_line_for_manual_tries(tmp_path):
+    """tests/lti_platform.py as a program (issue 47: it had no command line): it prints what the
+    tool's configuration needs, serves its key set and checks a client assertion with the tool's
+    key set written by keygen, and stops on Ctrl-C."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+    from pathlib import Path
+
+    import jwt as pyjwt
+
+    from autograder.lms.__main__ import keygen
+
+    key, jwks = keygen(tmp_path)
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("lti_platform.py")), "--tool-jwks", str(jwks),
+                             "--person", "ann:Ann Lee:ann@uni.example", "--person", "prof:P. Rof:p@uni.example:instructor",
+                             "--link", "hello:lesson=01_hello_roofline", "--write-jwks", str(tmp_path / "platform.json")],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line, "the platform stopped before printing its settings"
+        info = json.loads(line)
+        assert set(info["launch_urls"]) == {"ann via hello", "prof via hello"}
+        with urllib.request.urlopen(info["jwks_url"], timeout=10) as r:
+            assert json.load(r) == json.loads((tmp_path / "platform.json").read_text())
+        kid = json.loads(jwks.read_text())["keys"][0]["kid"]
+        now = int(time.time())
+        assertion = pyjwt.encode({"iss": info["client_id"], "sub": info["client_id"], "aud": info["token_url"],
+                                  "iat": now, "exp": now + 60, "jti": "x"}, key.read_text(), algorithm="RS256",
+                                 headers={"kid": kid})
+        form = urlencode({"grant_type": "client_credentials", "client_assertion": assertion, "scope": AGS + "score",
+                          "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"})
+        with urllib.request.urlopen(info["token_url"], data=form.encode(), timeout=10) as r:
+            assert json.load(r)["scope"] == AGS + "score"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == 0
