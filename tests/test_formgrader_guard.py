@@ -63,3 +63,14 @@ def test_the_manage_assignments_page_loses_its_add_link_and_hides_the_buttons():
             assert f'addClass("text-center {cls}")' in script, cls
     # other pages pass unchanged
     assert guard.page("/user/alice/formgrader/gradebook", page) is page
+
+
+def test_a_hand_grade_goes_through_nbgraders_own_grade_route_and_then_the_penalty():
+    """Issue 47: the Formgrader's hand grade left the late penalty of the old score; the guard
+    answers nbgrader's own grade route with nbgrader's handler, then after_hand_grade."""
+    from nbgrader.server_extensions.formgrader import apihandlers
+
+    ours = dict(guard._handlers())
+    pattern = "/formgrader/api/grade/([^/]+)"
+    assert nbgrader_routes()[pattern] is apihandlers.GradeHandler
+    assert issubclass(ours[pattern], apihandlers.GradeHandler) and "put" in vars(ours[pattern])

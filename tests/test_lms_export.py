@@ -210,6 +210,19 @@ def test_a_hand_grade_entered_through_nbgraders_api_reaches_the_lms_with_its_pen
         g.needs_manual_grade = False
         gb.db.commit()
         score = gb.find_submission(A, "bob").score
+    stale = _penalty(course, "bob")
+    # what the Formgrader's grade handler does next (autograder.outputs.formgrader_guard)
+    from autograder.outputs.formgrader_guard import after_hand_grade
+
+    with Gradebook(course.db_url) as gb:
+        grade_id = gb.find_grade("q4_explain", "hello_roofline", A, "bob").id
+    after_hand_grade(course.root, "sqlite:///elsewhere.db", grade_id)        # not this course's gradebook
+    assert _penalty(course, "bob") == stale != pytest.approx(0.1 * score)
+    after_hand_grade(course.root, course.db_url, grade_id)
+    assert _penalty(course, "bob") == pytest.approx(0.1 * score)
+    with Gradebook(course.db_url) as gb:           # the stale one again: export takes it again itself
+        gb.find_submission_notebook("hello_roofline", A, "bob").late_submission_penalty = stale
+        gb.db.commit()
     assert export(course, tmp_path, "--lms") == 0
     capsys.readouterr()
     assert _penalty(course, "bob") == pytest.approx(0.1 * score)

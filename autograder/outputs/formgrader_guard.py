@@ -8,7 +8,8 @@ collect: the intake's checks of hostile submissions; grade: the sandbox). Here t
 answer 403 with the command to use instead, their buttons are not shown, and the assignment list
 holds only what students can see (released) or what was handed in: no draft lessons.
 Manual grading, Generate Feedback and Release Feedback (which the course's nbgrader_config.py
-routes through the autograder's scrubbing) stay.
+routes through the autograder's scrubbing) stay; a hand grade also takes the student's late
+penalty again from the new score (nbgrader's API leaves the old one: after_hand_grade).
 
 Enabled in the instructor's server by `ServerApp.jpserver_extensions` (the hub kit's setup.sh).
 """
@@ -81,6 +82,31 @@ class HideSideDoors(OutputTransform):
         return status_code, headers, chunk
 
 
+def after_hand_grade(root, db_url: str, grade_id: str) -> None:
+    """What a hand grade changes besides its cell: the late penalty of the submission, taken again
+    from its new score (autograder.grading.deadlines.retake_penalties). nbgrader's API writes the
+    manual score and nothing else, so the Formgrader left a stale penalty that reached the LMS
+    (issue 47); `export`, `report` and `feedback` take it again too. Nothing is done where the
+    Formgrader's gradebook is not the course folder's (another db_url): that one is not ours."""
+    from pathlib import Path
+
+    from nbgrader.api import Gradebook, MissingEntry
+
+    from autograder.course import Course
+    from autograder.grading.deadlines import retake_penalties
+
+    course = Course(root=Path(root))
+    if course.db_url != db_url:
+        return
+    with Gradebook(db_url) as gb:
+        try:
+            sub = gb.find_grade_by_id(grade_id).notebook.assignment
+        except MissingEntry:
+            return
+        assignment, student = sub.assignment.name, sub.student.id
+    retake_penalties(course, assignment, [student])
+
+
 def _handlers():
     from nbgrader.server_extensions.formgrader import apihandlers
     from nbgrader.server_extensions.formgrader.base import check_xsrf
@@ -105,13 +131,23 @@ def _handlers():
         def put(self, assignment_id):
             Refused._refuse(self)
 
+    class Grade(apihandlers.GradeHandler):
+        """nbgrader's hand grade, then the late penalty taken again from the new score."""
+
+        @web.authenticated
+        @check_xsrf
+        def put(self, grade_id):
+            super().put(grade_id)
+            after_hand_grade(self.coursedir.root, self.db_url, grade_id)
+
     class Assignments(apihandlers.AssignmentCollectionHandler):
         @web.authenticated
         @check_xsrf
         def get(self):
             self.write(json.dumps(visible(self.api.get_assignments())))
 
-    out = [("/formgrader/api/assignments", Assignments), ("/formgrader/api/assignment/([^/]+)", Assignment)]
+    out = [("/formgrader/api/assignments", Assignments), ("/formgrader/api/assignment/([^/]+)", Assignment),
+           ("/formgrader/api/grade/([^/]+)", Grade)]
     out += [("/formgrader/api/" + p, Refused) for p, m in REFUSED if m == "POST"]
     return out
 
