@@ -136,6 +136,45 @@ def test_a_failed_run_then_a_regrade_keeps_the_hand_grade_and_leaves_no_stale_fl
     assert "2 of 3 manually graded cell(s) still awaiting a score" in status   # as grade counts them
 
 
+def test_a_hand_grade_in_the_formgrader_takes_the_late_penalty_again(term):
+    """Issue 47: a hand grade entered through the Formgrader's HTTP API (nbgrader's grade
+    handler) left the penalty of the old score, which reached the LMS. With the course's guard
+    (the hub kit enables it), the penalty is taken again at once; export takes it again anyway."""
+    import urllib.request
+
+    from nbgrader.api import Gradebook
+
+    from test_browser import stop_server
+    from test_formgrader_browser import Formgrader
+
+    course, args, _, _ = term
+    with Gradebook(course.db_url) as gb:
+        grade_id = gb.find_grade(REFLECTION, "units", A, "late").id
+    server = Formgrader(course.root, extensions=("autograder.outputs.formgrader_csp",
+                                                 "autograder.outputs.formgrader_guard"))
+    try:
+        def put(points):
+            req = urllib.request.Request(f"{server.url}/formgrader/api/grade/{grade_id}", method="PUT",
+                                         data=json.dumps({"manual_score": points}).encode(),
+                                         headers={"Authorization": f"token {server.token}"})
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return json.load(r)
+
+        assert put(0.0)["manual_score"] == 0.0
+        gb = _gradebook(course)["late"]
+        assert gb["reflection"] == (0.0, False)
+        assert gb["penalty"] == pytest.approx(0.5)           # 10% (5% a day, 2 days) of 5, at once
+        out = course.root / "grades.csv"
+        run_cli("export", "--out", out, *args)
+        late = {r["student_id"]: r for r in csv.DictReader(out.open())}["late"]
+        assert (late["total"], late[f"{A}/status"]) == ("4.5", "graded")
+        assert put(1.0)["manual_score"] == 1.0
+        assert _gradebook(course)["late"]["penalty"] == pytest.approx(0.6)
+    finally:
+        stop_server(server.proc)
+        server.log.close()
+
+
 def test_a_changed_answer_is_left_for_review(term, tmp_path):
     course, args, _, _ = term
     run_cli("manual", A, "--student", "excused", "--cell", REFLECTION, "--points", "1", *args)
