@@ -130,6 +130,13 @@ def test_a_failed_run_then_a_regrade_keeps_the_hand_grade_and_leaves_no_stale_fl
     run_cli("export", "--out", out, *args)
     late = {r["student_id"]: r for r in csv.DictReader(out.open())}["late"]
     assert late[f"{A}/status"] == "graded" and "grading failed" not in late[f"{A}/flag"]
+    # the same regrade against the hub's ledger (here an empty one: nothing vouched) keeps it too
+    ledger = course.root.parent / "ledger"
+    ledger.mkdir(exist_ok=True)
+    for with_ledger in (["--ledger", ledger], []):       # and back without it, as the later tests expect
+        run_cli("grade", A, "--student", "late", "--force", *with_ledger, "--reason", "the ledger", *args,
+                *FAST, *NO_SANDBOX_FLAG)
+        assert _gradebook(course)["late"]["reflection"] == (1.0, False)
     assert "late: 5.4 of 6 (late by 1 d 1 h; late penalty 0.6)" in p.stdout      # no cell awaiting
     status = run_cli("manual", A, *args).stdout
     assert f"late                 units/{REFLECTION}: 1 of 1" in status
