@@ -74,3 +74,20 @@ def test_a_hand_grade_goes_through_nbgraders_own_grade_route_and_then_the_penalt
     pattern = "/formgrader/api/grade/([^/]+)"
     assert nbgrader_routes()[pattern] is apihandlers.GradeHandler
     assert issubclass(ours[pattern], apihandlers.GradeHandler) and "put" in vars(ours[pattern])
+
+
+def test_the_manual_grading_page_of_a_late_notebook_says_its_penalty():
+    """Issue 47: the Formgrader showed no penalty anywhere (27 there, 24.3 everywhere else)."""
+    from nbgrader.server_extensions.formgrader import handlers
+
+    ours = dict(guard._handlers())
+    pattern = "/formgrader/submissions/([^/]+)/?"
+    assert {r[0]: r[1] for r in handlers.default_handlers}[pattern] is handlers.SubmissionHandler
+    assert issubclass(ours[pattern], handlers.SubmissionHandler)
+    note = guard.penalty_note(2.7, 27.0)
+    assert "Late submission penalty: -2.7 of this notebook's score 27, so 24.3 in the export" in note
+    assert guard.penalty_note(0.0, 27.0) == ""
+    page = b'<body><div class="container"><div class="panel">nb</div></div></body>'
+    assert guard.with_note(page, note) == page.replace(b'<div class="container">',
+                                                       b'<div class="container">' + note.encode())
+    assert guard.with_note(page, "") == page and guard.with_note(b"<p>other</p>", note) == b"<p>other</p>"

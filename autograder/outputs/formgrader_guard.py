@@ -9,7 +9,8 @@ answer 403 with the command to use instead, their buttons are not shown, and the
 holds only what students can see (released) or what was handed in: no draft lessons.
 Manual grading, Generate Feedback and Release Feedback (which the course's nbgrader_config.py
 routes through the autograder's scrubbing) stay; a hand grade also takes the student's late
-penalty again from the new score (nbgrader's API leaves the old one: after_hand_grade).
+penalty again from the new score (nbgrader's API leaves the old one: after_hand_grade), and the
+Manual Grading page of a late notebook says its penalty (the Formgrader shows none of its own).
 
 Enabled in the instructor's server by `ServerApp.jpserver_extensions` (the hub kit's setup.sh).
 """
@@ -107,8 +108,28 @@ def after_hand_grade(root, db_url: str, grade_id: str) -> None:
     retake_penalties(course, assignment, [student])
 
 
+def penalty_note(penalty: float, score: float) -> str:
+    """The line the Manual Grading page of a late notebook shows above the notebook ("" when on
+    time): the Formgrader's scores are before the penalty, every other page's after it."""
+    if not penalty:
+        return ""
+    return (f'<p class="alert alert-warning" id="autograder-late-penalty">Late submission penalty: '
+            f'-{penalty:g} of this notebook\'s score {score:g}, so {score - penalty:g} in the export, the '
+            f'report, the feedback and the LMS. It is taken again from each hand grade you enter here '
+            f'(reload the page to see it).</p>')
+
+
+def with_note(body: bytes, note: str) -> bytes:
+    """The page with `note` first in its container (unchanged without a note or a container)."""
+    anchor = b'<div class="container">'
+    if not note or anchor not in body:
+        return body
+    return body.replace(anchor, anchor + note.encode(), 1)
+
+
 def _handlers():
-    from nbgrader.server_extensions.formgrader import apihandlers
+    from nbgrader.api import MissingEntry
+    from nbgrader.server_extensions.formgrader import apihandlers, handlers
     from nbgrader.server_extensions.formgrader.base import check_xsrf
 
     class Refused(apihandlers.BaseApiHandler):
@@ -140,6 +161,35 @@ def _handlers():
             super().put(grade_id)
             after_hand_grade(self.coursedir.root, self.db_url, grade_id)
 
+    class Submission(handlers.SubmissionHandler):
+        """nbgrader's Manual Grading page, its late penalty taken again and said above it."""
+
+        _note = ""
+
+        @web.authenticated
+        @check_xsrf
+        def get(self, submission_id):
+            self._note = ""
+            try:
+                nb = self.gradebook.find_submission_notebook_by_id(submission_id)
+                grade_id = next((g.id for g in nb.grades), None)
+            except MissingEntry:
+                grade_id = None          # nbgrader's handler answers 404
+            if grade_id is not None:
+                # end this session's read transaction first: SQLite lets no other connection
+                # commit (the penalty) while one holds the database open for reading
+                self.gradebook.db.commit()
+                after_hand_grade(self.coursedir.root, self.db_url, grade_id)
+                self.gradebook.db.expire_all()      # the penalty another session just wrote
+                nb = self.gradebook.find_submission_notebook_by_id(submission_id)
+                self._note = penalty_note(nb.late_submission_penalty or 0.0, nb.score)
+            return super().get(submission_id)
+
+        def write(self, chunk):
+            if self._note and isinstance(chunk, str):
+                chunk = with_note(chunk.encode(), self._note)
+            super().write(chunk)
+
     class Assignments(apihandlers.AssignmentCollectionHandler):
         @web.authenticated
         @check_xsrf
@@ -147,7 +197,7 @@ def _handlers():
             self.write(json.dumps(visible(self.api.get_assignments())))
 
     out = [("/formgrader/api/assignments", Assignments), ("/formgrader/api/assignment/([^/]+)", Assignment),
-           ("/formgrader/api/grade/([^/]+)", Grade)]
+           ("/formgrader/api/grade/([^/]+)", Grade), ("/formgrader/submissions/([^/]+)/?", Submission)]
     out += [("/formgrader/api/" + p, Refused) for p, m in REFUSED if m == "POST"]
     return out
 
