@@ -178,13 +178,16 @@ def test_a_hand_grade_in_the_formgrader_takes_the_late_penalty_again(term):
         assert put(1.0)["manual_score"] == 1.0
         assert _gradebook(course)["late"]["penalty"] == pytest.approx(0.6)
         # the Manual Grading page says the penalty (the Formgrader shows none of its own)
-        with Gradebook(course.db_url) as gb:
-            nb_id = gb.find_submission_notebook("units", A, "late").id
+        with Gradebook(course.db_url) as gb:         # a stale penalty: the page takes it again
+            nb = gb.find_submission_notebook("units", A, "late")
+            nb_id, nb.late_submission_penalty = nb.id, 2.0
+            gb.db.commit()
         req = urllib.request.Request(f"{server.url}/formgrader/submissions/{nb_id}/",
                                      headers={"Authorization": f"token {server.token}"})
         with urllib.request.urlopen(req, timeout=60) as r:
             page = r.read().decode()
         assert "Late submission penalty: -0.6 of this notebook's score 6, so 5.4 in the export" in page
+        assert _gradebook(course)["late"]["penalty"] == pytest.approx(0.6)
     finally:
         stop_server(server.proc)
         server.log.close()
