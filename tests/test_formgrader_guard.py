@@ -91,3 +91,10 @@ def test_the_manual_grading_page_of_a_late_notebook_says_its_penalty():
     assert guard.with_note(page, note) == page.replace(b'<div class="container">',
                                                        b'<div class="container">' + note.encode())
     assert guard.with_note(page, "") == page and guard.with_note(b"<p>other</p>", note) == b"<p>other</p>"
+
+
+def test_a_flagged_notebooks_page_says_why_and_how_to_unflag():
+    note = guard.flag_note(["units: the prediction record looks edited", "<b>possible copy</b>"], "t3", "ann")
+    assert "Flagged: units: the prediction record looks edited; &lt;b&gt;possible copy&lt;/b&gt;." in note
+    assert "python -m autograder unflag t3 ann --reason" in note
+    assert "flagged by hand (no reason recorded)" in guard.flag_note([], "t3", "ann")

@@ -188,6 +188,12 @@ def test_a_hand_grade_in_the_formgrader_takes_the_late_penalty_again(term):
             page = r.read().decode()
         assert "Late submission penalty: -0.6 of this notebook's score 6, so 5.4 in the export" in page
         assert _gradebook(course)["late"]["penalty"] == pytest.approx(0.6)
+        # handed in without a prediction record: flagged, and the page says why and how to unflag
+        assert _flagged(course, "late")
+        run_cli("export", "--out", out, *args)
+        reasons = {r["student_id"]: r for r in csv.DictReader(out.open())}["late"][f"{A}/flag"]
+        assert "Flagged: " in page and f"unflag {A} late --reason" in page
+        assert reasons.split("; ")[0].split(": ", 1)[-1] in page
     finally:
         stop_server(server.proc)
         server.log.close()

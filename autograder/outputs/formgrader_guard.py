@@ -119,6 +119,35 @@ def penalty_note(penalty: float, score: float) -> str:
             f'(reload the page to see it).</p>')
 
 
+def flag_note(reasons: list[str], assignment: str, student: str) -> str:
+    """The line the Manual Grading page of a flagged notebook shows: why, and the one step that
+    clears it (the Formgrader's own flag gives no reason)."""
+    import html
+
+    why = "; ".join(reasons) or "flagged by hand (no reason recorded)"
+    return (f'<p class="alert alert-danger" id="autograder-flag">Flagged: {html.escape(why)}. Once you have '
+            f'looked: <code>python -m autograder unflag {html.escape(assignment)} {html.escape(student)} '
+            f'--reason "..."</code> (a regrade finding the same then flags nothing).</p>')
+
+
+def notebook_flags(root, assignment: str, student: str, notebook: str) -> list[str]:
+    """Why the grader and the copy check flagged this notebook (the report's and export's reasons)."""
+    from pathlib import Path
+
+    from autograder.course import Course
+    from autograder.grading.status import WHOLE, flags
+    from autograder.integrity.copy_flags import reasons as copy_reasons
+
+    course = Course(root=Path(root))
+    mine = flags(course, assignment, student)
+    try:
+        copies = copy_reasons(course, assignment).get(student, {})
+    except OSError:           # the assignment's sources are not in this folder: no copy reasons
+        copies = {}
+    return [r.message for key in (WHOLE, notebook) for r in mine.get(key, [])] + \
+        [r.message for r in copies.get(notebook, [])]
+
+
 def with_note(body: bytes, note: str) -> bytes:
     """The page with `note` first in its container (unchanged without a note or a container)."""
     anchor = b'<div class="container">'
@@ -162,7 +191,8 @@ def _handlers():
             after_hand_grade(self.coursedir.root, self.db_url, grade_id)
 
     class Submission(handlers.SubmissionHandler):
-        """nbgrader's Manual Grading page, its late penalty taken again and said above it."""
+        """nbgrader's Manual Grading page, its late penalty taken again and said above it, and
+        why the notebook is flagged."""
 
         _note = ""
 
@@ -183,6 +213,9 @@ def _handlers():
                 self.gradebook.db.expire_all()      # the penalty another session just wrote
                 nb = self.gradebook.find_submission_notebook_by_id(submission_id)
                 self._note = penalty_note(nb.late_submission_penalty or 0.0, nb.score)
+                if nb.flagged:
+                    a, s = nb.assignment.assignment.name, nb.student.id
+                    self._note += flag_note(notebook_flags(self.coursedir.root, a, s, nb.notebook.name), a, s)
             return super().get(submission_id)
 
         def write(self, chunk):
