@@ -86,6 +86,23 @@ def _due(args):
         raise SystemExit(f"--due: {e}") from None
 
 
+def cmd_unflag(args) -> int:
+    from autograder.integrity.unflag import UnflagError, unflag
+
+    course = _course(args)       # the assignment need only be in the gradebook: unflag says if not
+    try:
+        u = unflag(course, args.assignment, args.student, args.reason or "", args.notebook)
+    except UnflagError as e:
+        raise SystemExit(f"unflag: {e}") from None
+    if not u.notebooks:
+        print(f"{args.student}: {args.assignment} was not flagged; the reasons standing are recorded as looked at")
+    else:
+        print(f"{args.student}: {args.assignment} unflagged ({', '.join(u.notebooks)}); export --lms posts it now")
+    for r in u.reasons:
+        print(f"  cleared: {r.message}  (a regrade finding it again does not flag it)")
+    return 0
+
+
 def cmd_extend(args) -> int:
     from autograder.grading.deadlines import DeadlineError, due_date, extensions, grant, parse_when
 
@@ -165,7 +182,9 @@ def cmd_manual(args) -> int:
         todo = [r for r in rows if r["awaiting"]]
         for r in rows:
             if r["awaiting"] or not args.awaiting:
-                got = "awaiting" if r["awaiting"] else f"{r['points']:g}"
+                got = ("awaiting" + (f" (review: {r['points']:g} was given to an earlier answer)"
+                                     if r["points"] is not None else "") if r["awaiting"] else
+                       "-" if r["points"] is None else f"{r['points']:g}")
                 print(f"{r['student_id']:20s} {r['notebook']}/{r['grade_id']}: {got} of {r['max_points']:g}"
                       + (f"  ({r['comment'][:60]})" if r["comment"] else ""))
         print(f"{len(todo)} of {len(rows)} manually graded cell(s) still awaiting a score")
@@ -479,6 +498,16 @@ def _add_extend(sub, common) -> None:
     x.set_defaults(func=cmd_extend)
 
 
+def _add_unflag(sub, common) -> None:
+    u = sub.add_parser("unflag", parents=[common],
+                       help="clear a submission's flag after looking (its reasons are not flagged again)")
+    u.add_argument("assignment")
+    u.add_argument("student")
+    u.add_argument("--notebook", help="only this notebook (default: every one)")
+    u.add_argument("--reason", help="why it is fine (required; recorded with who and when)")
+    u.set_defaults(func=cmd_unflag)
+
+
 def _add_late_policy(sub, common) -> None:
     lp = sub.add_parser("late-policy", parents=[common],
                         help="the course's late penalty: a percentage per day late, up to a cap")
@@ -623,7 +652,7 @@ def _add_variants(sub, common) -> None:
 #: the subcommands, in the order --help lists them
 SUBCOMMANDS = (_add_release, _add_collect, _add_grade, _add_merge, _add_feedback, _add_release_feedback, _add_publish,
                _add_manual, _add_export, _add_lint, _add_report, _add_variants, _add_extend, _add_late_policy,
-               _add_students)
+               _add_students, _add_unflag)
 
 
 def parser() -> argparse.ArgumentParser:

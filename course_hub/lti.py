@@ -39,6 +39,8 @@ from urllib.parse import parse_qs, quote, urlparse
 
 from course_hub.names import ASSIGNMENT
 
+#: the launch record's file name (names, e-mails, SIS ids: git-ignored wherever it is copied)
+LAUNCH_RECORD = "launches.jsonl"
 ROLES = "https://purl.imsglobal.org/spec/lti/claim/roles"
 CUSTOM = "https://purl.imsglobal.org/spec/lti/claim/custom"
 DEPLOYMENT = "https://purl.imsglobal.org/spec/lti/claim/deployment_id"
@@ -223,7 +225,7 @@ def make_authenticator(settings: dict, site: dict):
     from ltiauthenticator.lti13.error import LoginError
     from ltiauthenticator.lti13.handlers import LTI13CallbackHandler
 
-    record = Path(settings.get("launch_record") or os.path.join(site["state_dir"], "lti", "launches.jsonl"))
+    record = Path(settings.get("launch_record") or os.path.join(site["state_dir"], "lti", LAUNCH_RECORD))
     instructors, students = site["instructors_group"], site["students_group"]
     jwks_file = settings.get("tool_jwks_file")
 

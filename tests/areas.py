@@ -36,7 +36,8 @@ AREAS: dict[str, tuple[str, list[str]]] = {
         "test_zygote.py", "test_verifier_program.py", "test_shards.py", "test_term_grading.py",
         "test_deadlines.py", "test_flags.py", "test_untrusted_input.py", "test_cli_commands.py",
         "test_roster.py", "test_report_page.py", "test_feedback_link.py", "test_feedback_math.py",
-        "test_page_safety.py", "test_lms_export.py"]),
+        "test_page_safety.py", "test_lms_export.py", "test_copies.py", "test_course_gitignore.py",
+        "test_feedback_page.py", "test_regrade_rules.py"]),
     "hub": ("the course service, the hub kit, LTI, Kubernetes and deployment", [
         "test_ledger.py", "test_service_exchange.py", "test_service_hub_group.py", "test_service_limits.py",
         "test_exchange_owners.py", "test_hub.py", "test_hub_installs.py", "test_hub_kit_options.py",

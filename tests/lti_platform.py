@@ -11,6 +11,18 @@ What a real platform (Canvas, Moodle) does for a tool, in memory, over plain HTT
   assertion signed by the tool's key, checked against the tool's public key; tokens carry the
   granted scopes and an expiry), GET/POST /lineitems, GET /lineitems/N, POST /lineitems/N/scores,
   GET /lineitems/N/results. Every request is logged (`requests`), every score post kept (`posts`).
+
+From the command line, for trying a hub or `export --lms` by hand (it serves until Ctrl-C, then
+prints every score posted):
+
+    python tests/lti_platform.py --port 8765 --tool-jwks course/lti-tool-jwks.json \
+        --login-url http://127.0.0.1:8000/hub/lti13/oauth_login \
+        --redirect-url http://127.0.0.1:8000/hub/lti13/oauth_callback \
+        --person ann:"Ann Lee":ann@uni.example --person prof:"P. Rof":prof@uni.example:instructor \
+        --link hello:lesson=01_hello_roofline [--write-jwks platform-jwks.json]
+
+It prints its issuer, client id, deployment id, key set, token and line items URLs (what lti.json
+and lms.json need), and each person's launch URL (open it in the browser to launch).
 """
 from __future__ import annotations
 
@@ -91,7 +103,7 @@ class Platform:
         self.server = None
 
     # ---- serving -------------------------------------------------------------------------------
-    def start(self) -> "Platform":
+    def start(self, port: int = 0) -> "Platform":
         platform = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -104,7 +116,7 @@ class Platform:
             def do_POST(self):
                 platform.handle(self, "POST")
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         return self
 
@@ -326,3 +338,86 @@ def _autopost(h, url: str, form: dict) -> None:
     h.end_headers()
     h.wfile.write(page)
 
+
+
+# ---- the command line ----------------------------------------------------------------------------
+def _tool_keys(path: str) -> dict:
+    """{kid: public key} from a key set (lti-tool-jwks.json) or a PEM key (private or public)."""
+    from pathlib import Path
+
+    text = Path(path).read_text()
+    if text.lstrip().startswith("{"):
+        return {k.get("kid", "tool"): jwt.algorithms.RSAAlgorithm.from_jwk(json.dumps(k))
+                for k in json.loads(text).get("keys", [])}
+    data = text.encode()
+    try:
+        key = serialization.load_pem_private_key(data, password=None).public_key()
+    except ValueError:
+        key = serialization.load_pem_public_key(data)
+    return {"tool": key}
+
+
+def _person(text: str) -> tuple:
+    parts = text.split(":")
+    if len(parts) not in (3, 4) or not all(parts[:3]) or parts[3:] not in ([], ["instructor"]):
+        raise SystemExit(f"--person SUB:NAME:EMAIL[:instructor], not {text!r}")
+    return parts[0], parts[1], parts[2], [INSTRUCTOR if parts[3:] else LEARNER]
+
+
+def _link(text: str) -> tuple:
+    link, _, custom = text.partition(":")
+    pairs = dict(p.split("=", 1) for p in custom.split(",") if "=" in p) if custom else {}
+    if not link or (custom and not pairs):
+        raise SystemExit(f"--link ID[:KEY=VALUE,...], not {text!r}")
+    return link, pairs
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--port", type=int, default=0, help="the port on 127.0.0.1 (default: a free one)")
+    p.add_argument("--client-id", default="roofline-tool")
+    p.add_argument("--deployment-id", default="dep-1")
+    p.add_argument("--tool-jwks", metavar="FILE", help="the tool's key set (lti-tool-jwks.json) or a PEM key")
+    p.add_argument("--login-url", default="", help="the tool's OIDC login URL (the hub's /hub/lti13/oauth_login)")
+    p.add_argument("--redirect-url", default="", help="the tool's redirect URL (the hub's /hub/lti13/oauth_callback)")
+    p.add_argument("--person", action="append", default=[], metavar="SUB:NAME:EMAIL[:instructor]")
+    p.add_argument("--link", action="append", default=[], metavar="ID[:KEY=VALUE,...]",
+                   help="a resource link and its custom parameters (lesson=01_hello_roofline)")
+    p.add_argument("--write-jwks", metavar="FILE", help="write the platform's public key set here")
+    args = p.parse_args(argv)
+    platform = Platform(client_id=args.client_id, deployment_id=args.deployment_id)
+    for kid, key in (_tool_keys(args.tool_jwks) if args.tool_jwks else {}).items():
+        platform.register_tool(key, kid, args.login_url, args.redirect_url)
+    platform.tool_login_url, platform.tool_redirect_url = args.login_url, args.redirect_url
+    for text in args.person:
+        platform.add_person(*_person(text))
+    for text in args.link:
+        platform.add_link(*_link(text))
+    platform.start(args.port)
+    if args.write_jwks:
+        from pathlib import Path
+
+        Path(args.write_jwks).write_text(json.dumps({"keys": [public_jwk(platform.key, platform.kid)]}, indent=2))
+    try:     # the settings, one line of JSON, printed once Ctrl-C stops it cleanly
+        print(json.dumps({"issuer": platform.issuer, "client_id": platform.client_id,
+                          "deployment_id": platform.deployment_id, "jwks_url": platform.url + "/jwks",
+                          "auth_url": platform.url + "/auth", "token_url": platform.token_url,
+                          "lineitems_url": platform.lineitems_url,
+                          "launch_urls": {f"{sub} via {link}": f"{platform.url}/launch?user={sub}&link={link}"
+                                          for sub in platform.people for link in platform.links}}), flush=True)
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        platform.stop()
+        for item, score in platform.posts:
+            print(f"posted to line item {item}: {score.get('userId')} {score.get('scoreGiven')} / "
+                  f"{score.get('scoreMaximum')}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -270,7 +270,21 @@ def graded_tiny(tmp_path_factory):
     collect(c, "t3", src)
     grade(c, "t3", limits=Limits(cell_timeout=30, notebook_timeout=120, memory_mb=2048, tasks=64),
           progress=False, sandbox=SANDBOX_ARG)
+    # "wrong" handed in two days late under a 10%-a-day policy: its page has the late-penalty line
+    # (issue 47: 4.2:1 contrast), which feedback takes from the score as it is
+    import datetime as dt
+
+
+    from autograder.grading import deadlines, late
+
+    due = dt.datetime(2027, 2, 1, 23, 59, tzinfo=dt.timezone.utc)
+    deadlines.set_due(c, "t3", due)
+    late.write(c.root, late.LatePolicy(10))
+    with c.gradebook() as gb:
+        gb.find_submission("t3", "wrong").timestamp = (due + dt.timedelta(days=1, hours=2)).replace(tzinfo=None)
+        gb.db.commit()
     pages = feedback(c, "t3")
+    assert "Late submission penalty" in Path(next(p for p in pages["written"] if "/wrong/" in str(p))).read_text()
     assert pages["written"] and not pages["failed"], pages
     out = report(c, "t3")
     return pages["written"], Path(out["dir"]) / "report.html"

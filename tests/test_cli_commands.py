@@ -23,7 +23,8 @@ RIGHT = {"_q1_answer": "from course_lib import Q_\nq1_time = Q_(7.36, 'ms')\nq1_
 
 #: the commands run, in this order (_commands gives their arguments)
 NAMES = ["students", "late-policy", "release", "extend", "collect", "lint", "variants", "grade", "grade --shard",
-         "merge", "manual", "feedback", "release-feedback", "report", "export", "export --lms-csv", "publish"]
+         "merge", "manual", "unflag", "feedback", "release-feedback", "report", "export", "export --lms-csv",
+         "publish"]
 
 
 def _bare_path() -> str:
@@ -57,6 +58,7 @@ def _commands(base, course, args) -> list[tuple[str, list]]:
                            *NO_SANDBOX_FLAG]),
         ("merge", ["merge", A, *args]),
         ("manual", ["manual", A, "--template", base / "todo.csv", *args]),
+        ("unflag", ["unflag", A, "ann", "--reason", "looked at it", *args]),
         ("feedback", ["feedback", A, *args]),
         ("release-feedback", ["release-feedback", A, "--exchange", base / "exchange", *args]),
         ("report", ["report", A, *args]),

@@ -166,3 +166,4 @@ def test_a_verdict_is_found_by_its_typed_key_even_for_an_answer_named_like_a_job
     assert json.loads(results[keys[1]]["message"]) == {"final": {"value": 1}, "committed": {"value": 20}}
     assert json.loads(results[keys[2]]["message"]) == {"final": {"value": 10}, "committed": {"value": 2}}
     assert str(keys[1]) == "nb/nb_q1_correct (final alone)"
+

@@ -161,12 +161,13 @@ class Formgrader:
     """A Jupyter server in the course folder with nbgrader's Formgrader and the course's page
     policy enabled, on 127.0.0.1 with a token."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, extensions=("autograder.outputs.formgrader_csp",)):
+        import json
+
         self.tmp = root.parent / "jupyter"
         (self.tmp / "config").mkdir(parents=True, exist_ok=True)
-        (self.tmp / "config" / "jupyter_server_config.json").write_text(
-            '{"ServerApp": {"jpserver_extensions": {"nbgrader.server_extensions.formgrader": true,'
-            ' "autograder.outputs.formgrader_csp": true}}}')
+        (self.tmp / "config" / "jupyter_server_config.json").write_text(json.dumps({"ServerApp": {
+            "jpserver_extensions": {"nbgrader.server_extensions.formgrader": True, **dict.fromkeys(extensions, True)}}}))
         self.port, self.token = _free_port(), os.urandom(12).hex()
         self.url = f"http://127.0.0.1:{self.port}"
         env = dict(os.environ, JUPYTER_CONFIG_DIR=str(self.tmp / "config"), JUPYTER_DATA_DIR=str(self.tmp / "data"),

@@ -63,3 +63,38 @@ def test_the_manage_assignments_page_loses_its_add_link_and_hides_the_buttons():
             assert f'addClass("text-center {cls}")' in script, cls
     # other pages pass unchanged
     assert guard.page("/user/alice/formgrader/gradebook", page) is page
+
+
+def test_a_hand_grade_goes_through_nbgraders_own_grade_route_and_then_the_penalty():
+    """Issue 47: the Formgrader's hand grade left the late penalty of the old score; the guard
+    answers nbgrader's own grade route with nbgrader's handler, then after_hand_grade."""
+    from nbgrader.server_extensions.formgrader import apihandlers
+
+    ours = dict(guard._handlers())
+    pattern = "/formgrader/api/grade/([^/]+)"
+    assert nbgrader_routes()[pattern] is apihandlers.GradeHandler
+    assert issubclass(ours[pattern], apihandlers.GradeHandler) and "put" in vars(ours[pattern])
+
+
+def test_the_manual_grading_page_of_a_late_notebook_says_its_penalty():
+    """Issue 47: the Formgrader showed no penalty anywhere (27 there, 24.3 everywhere else)."""
+    from nbgrader.server_extensions.formgrader import handlers
+
+    ours = dict(guard._handlers())
+    pattern = "/formgrader/submissions/([^/]+)/?"
+    assert {r[0]: r[1] for r in handlers.default_handlers}[pattern] is handlers.SubmissionHandler
+    assert issubclass(ours[pattern], handlers.SubmissionHandler)
+    note = guard.penalty_note(2.7, 27.0)
+    assert "Late submission penalty: -2.7 of this notebook's score 27, so 24.3 in the export" in note
+    assert guard.penalty_note(0.0, 27.0) == ""
+    page = b'<body><div class="container"><div class="panel">nb</div></div></body>'
+    assert guard.with_note(page, note) == page.replace(b'<div class="container">',
+                                                       b'<div class="container">' + note.encode())
+    assert guard.with_note(page, "") == page and guard.with_note(b"<p>other</p>", note) == b"<p>other</p>"
+
+
+def test_a_flagged_notebooks_page_says_why_and_how_to_unflag():
+    note = guard.flag_note(["units: the prediction record looks edited", "<b>possible copy</b>"], "t3", "ann")
+    assert "Flagged: units: the prediction record looks edited; &lt;b&gt;possible copy&lt;/b&gt;." in note
+    assert "python -m autograder unflag t3 ann --reason" in note
+    assert "flagged by hand (no reason recorded)" in guard.flag_note([], "t3", "ann")

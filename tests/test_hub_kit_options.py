@@ -5,8 +5,11 @@ says what it changes; the install's defaults are named by its course id. tests/t
 runs setup.sh for real (a second run with only --student keeps every option)."""
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
+
+import pytest
 
 SETUP = Path(__file__).resolve().parents[1] / "deploy" / "jupyterhub" / "setup.sh"
 
@@ -119,3 +122,42 @@ def test_the_kit_checks_a_course_id_with_the_grammar_the_tools_use():
 
     (pattern,) = re.findall(r'course_id_ok\(\) \{ \[\[ "\$1" =~ \^(.+?)\$ \]\]', SETUP.read_text())
     assert pattern == COURSE_ID.pattern
+def _installed(tmp_path) -> Path:
+    """What uninstall finds of an install whose every path is under tmp_path, and none of whose
+    groups, users or exchange exist (nothing of the machine's is named)."""
+    etc, prefix, state = tmp_path / "etc", tmp_path / "opt", tmp_path / "state"
+    for d in (etc, prefix / "env", state):
+        d.mkdir(parents=True)
+    (prefix / "used-by").write_text(f"{etc}\n")
+    (state / "jupyterhub.sqlite").write_bytes(b"")
+    (etc / "jupyterhub_config.py").write_text("# the kit's\n")
+    (etc / "setup.conf").write_text("\n".join([
+        "COURSE_ID=t47gone", f"PREFIX={prefix}", f"EXCHANGE={tmp_path / 'never-made'}", f"STATE_DIR={state}",
+        "UNIT=t47gone-hub", "STUDENTS_GROUP=t47gone-s", "INSTRUCTORS_GROUP=t47gone-i", "KEY_GROUP=t47gone-k",
+        "LEDGER_USER=t47gone-l", f"LEDGER_DIR={tmp_path / 'no-ledger'}"]) + "\n")
+    return etc
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="setup.sh --uninstall runs as root")
+def test_uninstall_refuses_while_its_hub_runs_and_then_lists_only_what_exists(tmp_path):
+    """Issue 47: without systemd, uninstall removed the environment, database and configuration
+    from under a running hub (which then ignored SIGTERM and orphaned its proxy, ledger and
+    culler), and listed an exchange folder it never made."""
+    etc = _installed(tmp_path)
+    # a hub started by hand with this install's configuration (its command line is what counts)
+    hub = subprocess.Popen(["bash", "-c", f'exec -a "jupyterhub -f {etc}/jupyterhub_config.py" sleep 60'])
+    try:
+        p = subprocess.run(["bash", str(SETUP), "--uninstall", "--config-dir", str(etc)], capture_output=True,
+                           text=True, timeout=60)
+        assert p.returncode == 1 and f"is running (pid {hub.pid})" in p.stderr, (p.stdout, p.stderr)
+        assert (etc / "setup.conf").is_file() and (tmp_path / "opt" / "env").is_dir()     # nothing removed
+    finally:
+        hub.kill()
+        hub.wait()
+    p = subprocess.run(["bash", str(SETUP), "--uninstall", "--config-dir", str(etc)], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert not (tmp_path / "opt").exists() and not etc.exists()
+    assert "removed the hub's jupyterhub.sqlite" in p.stdout
+    for absent in ("never-made", "no-ledger", "t47gone-l", "t47gone-s", "left in place"):
+        assert absent not in p.stdout, p.stdout

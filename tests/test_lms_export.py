@@ -10,14 +10,17 @@ read back from it with nbgrader's API, not written down here.
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import json
 import random
 import shutil
+from urllib.parse import urlencode
 
 import pytest
 
 from autograder.cli import main
 from autograder.course import Course
+from autograder.grading import deadlines, late
 from autograder.grading.status import status_path, write_json
 from course_hub import lti as hub_lti
 from lti_platform import AGS, AGS_CLAIM, CUSTOM_CLAIM, DEPLOYMENT_CLAIM, LEARNER, Platform, new_key, pem
@@ -37,13 +40,15 @@ CLASS = {
     "hal": ("sub-hal", "graded"),
 }
 CELLS = {"q1": 3.0, "q2": 2.0, "q3": 5.0}
+DUE = dt.datetime(2027, 2, 1, 23, 59)     # naive UTC, as nbgrader keeps it
 
 
 def build_gradebook(course: Course, seed: int) -> None:
     rng = random.Random(seed)
     course.root.mkdir(parents=True, exist_ok=True)
+    late.write(course.root, late.LatePolicy(10))      # bob, an hour late, loses 10% of his score
     with course.gradebook() as gb:
-        gb.add_assignment(A)
+        gb.add_assignment(A, duedate=DUE)
         gb.add_notebook("hello_roofline", A)
         for cell, top in CELLS.items():
             gb.add_grade_cell(cell, "hello_roofline", A, max_score=top, cell_type="code")
@@ -52,18 +57,19 @@ def build_gradebook(course: Course, seed: int) -> None:
             gb.add_student(sid, first_name=sid.title(), last_name="Tester", email=f"{sid}@uni.example")
             if kind == "missing":
                 continue
-            gb.add_submission(A, sid)
+            gb.add_submission(A, sid, timestamp=DUE + dt.timedelta(hours=1 if kind == "late" else -1))
             for cell, top in CELLS.items():
                 g = gb.find_grade(cell, "hello_roofline", A, sid)
-                g.auto_score, g.needs_manual_grade = rng.choice([0.0, 1.0, top / 2, top]), False
+                g.auto_score, g.needs_manual_grade = rng.choice([1.0, top / 2, top] if kind == "late" else
+                                                                [0.0, 1.0, top / 2, top]), False
             explain = gb.find_grade("q4_explain", "hello_roofline", A, sid)
             explain.auto_score, explain.needs_manual_grade = None, kind == "manual"
             if kind != "manual":
                 explain.manual_score = rng.choice([0.0, 1.0])
             nb = gb.find_submission_notebook("hello_roofline", A, sid)
-            nb.late_submission_penalty = 1.0 if kind == "late" else None
             nb.flagged = kind == "flagged"
         gb.db.commit()
+    deadlines.retake_penalties(course, A)         # as grading leaves them
     write_json(status_path(course, A, "fay"), {"status": "failed", "cause": "kernel died"})
 
 
@@ -153,7 +159,7 @@ def test_export_posts_exactly_the_gradebook_scores_and_a_second_run_changes_noth
         assert f"{A} {sid}: not posted: {why}" in out
     assert "minus the late penalty" in out
     bob = platform.scores_of(A)["sub-bob"]
-    assert "late penalty 1 applied" in bob["comment"]
+    assert f"late penalty {_penalty(course, 'bob'):g} applied" in bob["comment"]
 
     n_posts, before = len(platform.posts), platform.scores_of(A)
     assert export(course, tmp_path, "--lms") == 0
@@ -177,6 +183,111 @@ def test_a_changed_score_updates_the_same_line_item(lms, capsys):
     assert platform.posts[-1][1]["userId"] == "sub-ann"
     assert posted(platform)["sub-ann"] == pytest.approx(gradebook_scores(course)["ann"])
     assert f"{A} ann: updated" in out
+
+
+def _penalty(course: Course, sid: str) -> float:
+
+    with course.gradebook() as gb:
+        return gb.find_submission_notebook("hello_roofline", A, sid).late_submission_penalty or 0.0
+
+
+def test_a_hand_grade_entered_through_nbgraders_api_reaches_the_lms_with_its_penalty_taken_again(lms, capsys):
+    """The Formgrader's hand grade (nbgrader's API handler: the manual score and the status, and
+    nothing else) leaves the late penalty of the old score; export --lms takes it again from the
+    score as it is (issue 47: 24.2 was posted where 24.3 was due)."""
+
+    platform, course, tmp_path = lms
+    with course.gradebook() as gb:
+        g = gb.find_grade("q4_explain", "hello_roofline", A, "bob")
+        g.manual_score = 0.0 if g.manual_score else 1.0     # as nbgrader's GradeHandler.put writes it
+        g.needs_manual_grade = False
+        gb.db.commit()
+        score = gb.find_submission(A, "bob").score
+    stale = _penalty(course, "bob")
+    # what the Formgrader's grade handler does next (autograder.outputs.formgrader_guard)
+    from autograder.outputs.formgrader_guard import after_hand_grade
+
+    with course.gradebook() as gb:
+        grade_id = gb.find_grade("q4_explain", "hello_roofline", A, "bob").id
+    after_hand_grade(course.root, "sqlite:///elsewhere.db", grade_id)        # not this course's gradebook
+    assert _penalty(course, "bob") == stale != pytest.approx(0.1 * score)
+    after_hand_grade(course.root, course.db_url, grade_id)
+    assert _penalty(course, "bob") == pytest.approx(0.1 * score)
+    with course.gradebook() as gb:           # the stale one again: export takes it again itself
+        gb.find_submission_notebook("hello_roofline", A, "bob").late_submission_penalty = stale
+        gb.db.commit()
+    assert export(course, tmp_path, "--lms") == 0
+    capsys.readouterr()
+    assert _penalty(course, "bob") == pytest.approx(0.1 * score)
+    assert posted(platform)["sub-bob"] == pytest.approx(0.9 * score)
+    csv_out = tmp_path / "grades.csv"
+    assert main(["export", "--root", str(course.root), "--source", str(course.source), "--release-dir",
+                 str(course.release), "--out", str(csv_out)]) == 0
+    bob = {r["student_id"]: r for r in csv.DictReader(csv_out.open())}["bob"]
+    assert float(bob["total"]) == pytest.approx(0.9 * score)
+
+
+def test_a_failures_flag_is_taken_back_once_graded_again_and_no_other_flag_is(lms, capsys):
+    """Issue 47: after a failed run and a successful regrade every student stayed flagged, held
+    from the LMS. flag_submission says which notebooks it flagged anew; unflag_failure (what a
+    successful merge calls with them) takes back only those, so a flag set before the failure
+    (cat's: an instructor's, a standing finding) stays."""
+    from autograder.grading.merge import flag_submission, unflag_failure
+    from autograder.grading.status import WHOLE
+    from autograder.integrity.flags import Flag, Reason
+
+    platform, course, tmp_path = lms
+    failed = {WHOLE: [Reason(Flag.GRADING_FAILED, "grading failed: the worker crashed")]}
+    assert flag_submission(course.db_url, A, "ann", failed) == ["hello_roofline"]
+    assert flag_submission(course.db_url, A, "ann", failed) == []          # a second failure adds none
+    assert flag_submission(course.db_url, A, "cat", failed) == []          # flagged before the failure
+    unflag_failure(course.db_url, A, "ann", ["hello_roofline"])
+    unflag_failure(course.db_url, A, "cat", [])
+    assert export(course, tmp_path, "--lms") == 0
+    out = capsys.readouterr().out
+    assert f"{A} ann: posted" in out and f"{A} cat: not posted: flagged" in out
+
+
+def test_every_run_says_what_it_held_back_and_unflagging_is_one_step(lms, capsys):
+    from autograder.grading.status import grading_status
+    from autograder.integrity import unflag
+    from autograder.integrity.flags import Flag, Reason
+
+    platform, course, tmp_path = lms
+    assert export(course, tmp_path, "--lms") == 0
+    out = capsys.readouterr().out
+    assert "held back, flagged: 1 (cat); to post them: look, then `python -m autograder unflag A STUDENT`" in out
+    assert "held back, written answers not graded yet: 1 (dan)" in out
+    assert "held back, grading failed: 1 (fay)" in out and "held back, no submission: 1 (eve)" in out
+    # cat's flag has a reason the grader recorded; the instructor looks and unflags, in one step
+    edited = Reason(Flag.RECORD_EDITED, "the prediction record looks edited")
+    write_json(status_path(course, A, "cat"), {"status": "graded", "flags": {"hello_roofline": [edited.to_json()]}})
+    args = ["--root", str(course.root), "--source", str(course.source), "--release-dir", str(course.release)]
+    assert main(["unflag", A, "cat", "--reason", "looked: the student's editor reformatted it", *args]) == 0
+    said = capsys.readouterr().out
+    assert "cat: 01_hello_roofline unflagged (hello_roofline)" in said and "cleared: the prediction record" in said
+    assert grading_status(course, A, "cat")["flags"]            # the grader's record is kept as it was
+    assert export(course, tmp_path, "--lms") == 0
+    out = capsys.readouterr().out
+    assert f"{A} cat: posted" in out and "held back, flagged" not in out
+    # a regrade finding the same reason does not flag again; a new finding does
+    new = Reason(Flag.CHANGED_AFTER_REVEAL, "Q1 changed after its reveal")
+    assert unflag.still_to_flag(course, A, "cat", {"hello_roofline": [edited, new]}) == {"hello_roofline": [new]}
+    assert unflag.still_to_flag(course, A, "ann", {"hello_roofline": [edited]}) == {"hello_roofline": [edited]}
+    with pytest.raises(SystemExit, match="say why"):
+        main(["unflag", A, "cat", *args])
+    with pytest.raises(SystemExit, match="eve has no submission"):
+        main(["unflag", A, "eve", "--reason", "x", *args])
+
+
+def test_after_a_comment_post_a_held_score_says_what_the_lms_still_shows(lms, capsys):
+    platform, course, tmp_path = lms
+    assert export(course, tmp_path, "--lms", "--flagged", "comment") == 0
+    capsys.readouterr()
+    assert export(course, tmp_path, "--lms") == 0
+    out = capsys.readouterr().out
+    cat = posted(platform)["sub-cat"]
+    assert f"{A} cat: not posted: flagged" in out and f"the LMS still shows {cat:g} / " in out
 
 
 def test_the_instructor_chooses_the_late_penalty_and_the_flagged_rule(lms, capsys):
@@ -260,3 +371,44 @@ def test_keygen_writes_a_private_key_and_its_public_key_set(tmp_path, capsys):
     assert [k["kty"] for k in jwks["keys"]] == ["RSA"] and "d" not in jwks["keys"][0]
     with pytest.raises(SystemExit, match="exists"):
         lms_main(["keygen", str(tmp_path / "keys")])
+
+
+def test_the_platform_runs_from_the_command_line_for_manual_tries(tmp_path):
+    """tests/lti_platform.py as a program (issue 47: it had no command line): it prints what the
+    tool's configuration needs, serves its key set and checks a client assertion with the tool's
+    key set written by keygen, and stops on Ctrl-C."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+    from pathlib import Path
+
+    import jwt as pyjwt
+
+    from autograder.lms.__main__ import keygen
+
+    key, jwks = keygen(tmp_path)
+    proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("lti_platform.py")), "--tool-jwks", str(jwks),
+                             "--person", "ann:Ann Lee:ann@uni.example", "--person", "prof:P. Rof:p@uni.example:instructor",
+                             "--link", "hello:lesson=01_hello_roofline", "--write-jwks", str(tmp_path / "platform.json")],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line, "the platform stopped before printing its settings"
+        info = json.loads(line)
+        assert set(info["launch_urls"]) == {"ann via hello", "prof via hello"}
+        with urllib.request.urlopen(info["jwks_url"], timeout=10) as r:
+            assert json.load(r) == json.loads((tmp_path / "platform.json").read_text())
+        kid = json.loads(jwks.read_text())["keys"][0]["kid"]
+        now = int(time.time())
+        assertion = pyjwt.encode({"iss": info["client_id"], "sub": info["client_id"], "aud": info["token_url"],
+                                  "iat": now, "exp": now + 60, "jti": "x"}, key.read_text(), algorithm="RS256",
+                                 headers={"kid": kid})
+        form = urlencode({"grant_type": "client_credentials", "client_assertion": assertion, "scope": AGS + "score",
+                          "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"})
+        with urllib.request.urlopen(info["token_url"], data=form.encode(), timeout=10) as r:
+            assert json.load(r)["scope"] == AGS + "score"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == 0

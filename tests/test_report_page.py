@@ -69,3 +69,42 @@ def test_the_course_page_links_each_assignment_report(tmp_path):
     assert '<a href="a1/report.html">a1</a>' in page and 'href="a2/report.html"' not in page
     assert "late by 2 h, -0.3" in page and "<script" not in page.split("<main>", 1)[1]
     assert "3.0 / 4 (n=1)" in page
+
+
+def test_a_truth_is_shown_in_its_questions_unit_and_a_whole_number_as_one():
+    """Issue 47: a q5_latency_us truth (kept in ms) read "0.0225 ms", 1024 read "1.02e+03"."""
+    from course_lib import Q_
+    from course_lib.exercises.answers import encode
+    from course_lib.questions import get
+
+    from autograder.outputs.report import category
+    from autograder.outputs.values import show
+
+    spec = get("hello_q5").specs["q5_latency_us"]
+    truth = {"value": encode(Q_(0.0225, "ms"))}
+    assert category(truth, truth, right=True, spec=spec) == "22.5 µs"
+    assert category(truth, truth, right=True) == "0.0225 ms"          # no question known: as recorded
+    assert [show(v) for v in (1024, 1024.0, 2047.6, 0.0225, 65536, 3.5e9)] == [
+        "1024", "1024", "2048", "0.0225", "65536", "3.5e+09"]
+
+
+def test_the_truth_line_names_each_students_own_truth_once():
+    """Issue 47: "truth the truth, each student's own (...)"."""
+    from autograder.outputs.report import _misconception_lines
+
+    base = {"notebook": "nb", "question": "hello_q1", "variable": "q1_intensity", "share_wrong": 0.5,
+            "count": 1, "label": ""}
+    own = "the truth, each student's own (0.5, 0.25)"
+    lines = _misconception_lines([{**base, "answer": own, "truth": own, "own_truths": True, "is_truth": True},
+                                  {**base, "answer": "0.3 (truth x0.6)", "truth": own, "own_truths": True,
+                                   "is_truth": False}])
+    assert lines == [f"  hello_q1 q1_intensity: 50% wrong, {own}; most common wrong answer: 0.3 (truth x0.6) (1)"]
+    single = _misconception_lines([{**base, "answer": "0.5", "truth": "0.5", "own_truths": False, "is_truth": True}])
+    assert single == ["  hello_q1 q1_intensity: 50% wrong, truth 0.5"]
+
+
+def test_the_students_table_shows_the_numbers_each_was_graded_on(tmp_path):
+    page = _page(tmp_path, students=[StudentRow("ann", score=3, max_score=4, numbers="Q1: n = 2,000,000 elements"),
+                                     StudentRow("bob", score=4, max_score=4)])
+    assert ">their numbers</th>" in page and "Q1: n = 2,000,000 elements" in page
+    assert ">their numbers</th>" not in _page(tmp_path, students=[StudentRow("bob", score=4, max_score=4)])

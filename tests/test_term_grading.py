@@ -98,6 +98,103 @@ def test_a_regrade_keeps_the_manual_grade_and_its_status_and_logs_what_changed(t
     assert rows["ontime"][f"{A}/status"] == "needs manual grade"
 
 
+def _flagged(course, student) -> bool:
+
+    with course.gradebook() as gb:
+        return any(nb.flagged for nb in gb.find_submission(A, student).notebooks)
+
+
+def test_a_failed_run_then_a_regrade_keeps_the_hand_grade_and_leaves_no_stale_flag(term):
+    """Issue 47: a failed run (a widened tolerance, a crashed worker) removes the autograded
+    copy; the next regrade compared the hand-graded answers with nothing and left every one for
+    review, and the failure's flag stayed after the successful regrade, holding the student from
+    the LMS. The answers last merged are kept apart, and the failure's own flag is taken back."""
+    from autograder.grading.autograde import Graded
+    from autograder.grading.grade import GradeSummary, _finish
+
+    from autograder.grading.status import FAILURE_FLAGGED, grading_status
+
+    course, args, _, _ = term
+    assert _gradebook(course)["late"]["reflection"] == (1.0, False)
+    summary = GradeSummary(A, [], [], {}, {}, False, "", 0.0, 1)
+    _finish(course, A, Graded("late", cause="hello_q1: no admissible variant"), "", False, summary)
+    assert _flagged(course, "late") and not (course.autograded / "late" / A).exists()
+    p = run_cli("grade", A, "--student", "late", "--force", "--reason", "the bug fixed", *args, *FAST,
+                *NO_SANDBOX_FLAG)
+    assert _gradebook(course)["late"]["reflection"] == (1.0, False)     # still graded, not awaiting
+    assert FAILURE_FLAGGED not in grading_status(course, A, "late")
+    out = course.root / "grades.csv"
+    run_cli("export", "--out", out, *args)
+    late = {r["student_id"]: r for r in csv.DictReader(out.open())}["late"]
+    assert late[f"{A}/status"] == "graded" and "grading failed" not in late[f"{A}/flag"]
+    # the same regrade against the hub's ledger (here an empty one: nothing vouched) keeps it too
+    ledger = course.root.parent / "ledger"
+    ledger.mkdir(exist_ok=True)
+    for with_ledger in (["--ledger", ledger], []):       # and back without it, as the later tests expect
+        run_cli("grade", A, "--student", "late", "--force", *with_ledger, "--reason", "the ledger", *args,
+                *FAST, *NO_SANDBOX_FLAG)
+        assert _gradebook(course)["late"]["reflection"] == (1.0, False)
+    assert "late: 5.4 of 6 (late by 1 d 1 h; late penalty 0.6)" in p.stdout      # no cell awaiting
+    status = run_cli("manual", A, *args).stdout
+    assert f"late                 units/{REFLECTION}: 1 of 1" in status
+    assert "2 of 3 manually graded cell(s) still awaiting a score" in status   # as grade counts them
+
+
+def test_a_hand_grade_in_the_formgrader_takes_the_late_penalty_again(term):
+    """Issue 47: a hand grade entered through the Formgrader's HTTP API (nbgrader's grade
+    handler) left the penalty of the old score, which reached the LMS. With the course's guard
+    (the hub kit enables it), the penalty is taken again at once; export takes it again anyway."""
+    import urllib.request
+
+
+    from test_browser import stop_server
+    from test_formgrader_browser import Formgrader
+
+    course, args, _, _ = term
+    with course.gradebook() as gb:
+        grade_id = gb.find_grade(REFLECTION, "units", A, "late").id
+    server = Formgrader(course.root, extensions=("autograder.outputs.formgrader_csp",
+                                                 "autograder.outputs.formgrader_guard"))
+    try:
+        def put(points):
+            req = urllib.request.Request(f"{server.url}/formgrader/api/grade/{grade_id}", method="PUT",
+                                         data=json.dumps({"manual_score": points}).encode(),
+                                         headers={"Authorization": f"token {server.token}"})
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return json.load(r)
+
+        assert put(0.0)["manual_score"] == 0.0
+        gb = _gradebook(course)["late"]
+        assert gb["reflection"] == (0.0, False)
+        assert gb["penalty"] == pytest.approx(0.5)           # 10% (5% a day, 2 days) of 5, at once
+        out = course.root / "grades.csv"
+        run_cli("export", "--out", out, *args)
+        late = {r["student_id"]: r for r in csv.DictReader(out.open())}["late"]
+        assert (late["total"], late[f"{A}/status"]) == ("4.5", "graded")
+        assert put(1.0)["manual_score"] == 1.0
+        assert _gradebook(course)["late"]["penalty"] == pytest.approx(0.6)
+        # the Manual Grading page says the penalty (the Formgrader shows none of its own)
+        with course.gradebook() as gb:         # a stale penalty: the page takes it again
+            nb = gb.find_submission_notebook("units", A, "late")
+            nb_id, nb.late_submission_penalty = nb.id, 2.0
+            gb.db.commit()
+        req = urllib.request.Request(f"{server.url}/formgrader/submissions/{nb_id}/",
+                                     headers={"Authorization": f"token {server.token}"})
+        with urllib.request.urlopen(req, timeout=60) as r:
+            page = r.read().decode()
+        assert "Late submission penalty: -0.6 of this notebook's score 6, so 5.4 in the export" in page
+        assert _gradebook(course)["late"]["penalty"] == pytest.approx(0.6)
+        # handed in without a prediction record: flagged, and the page says why and how to unflag
+        assert _flagged(course, "late")
+        run_cli("export", "--out", out, *args)
+        reasons = {r["student_id"]: r for r in csv.DictReader(out.open())}["late"][f"{A}/flag"]
+        assert "Flagged: " in page and f"unflag {A} late --reason" in page
+        assert reasons.split("; ")[0].split(": ", 1)[-1] in page
+    finally:
+        stop_server(server.proc)
+        server.log.close()
+
+
 def test_a_changed_answer_is_left_for_review(term, tmp_path):
     course, args, _, _ = term
     run_cli("manual", A, "--student", "excused", "--cell", REFLECTION, "--points", "1", *args)
@@ -143,6 +240,10 @@ def test_the_report_has_a_row_per_student_and_per_question(reported):
     assert float(students["late"]["late_penalty"]) == pytest.approx(0.6)
     assert float(students["late"]["score"]) == pytest.approx(6 - 0.6)
     assert students["excused"]["late"].startswith("on time (extended to 2027-02-03 12:00 UTC")
+    # one mean everywhere: the scores per notebook are after the late penalty, as students.csv
+    # and the course page (issue 47: report.html's mean was before it, index.html's after)
+    scores = {r["student"]: float(r["score"]) for r in csv.DictReader((d / "scores.csv").open())}
+    assert scores == {s: pytest.approx(float(r["score"])) for s, r in students.items()}
     assert students["ontime"]["status"] == "needs manual grade" and students["late"]["status"] == "graded"
     assert {s: r["ledger"] for s, r in students.items()} == dict.fromkeys(HANDED_IN, "not vouched")
     questions = {r["question"]: r for r in csv.DictReader((d / "questions.csv").open())}

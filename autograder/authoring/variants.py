@@ -9,9 +9,11 @@ Without a secret every student gets the canonical variant.
 """
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import secrets
+from dataclasses import dataclass
 from pathlib import Path
 
 from course_lib.questions import variants as V
@@ -84,6 +86,54 @@ def questions(course: Course, assignment: str) -> list[str]:
                     out.append(qid)
             except (KeyError, ImportError):     # a lesson not declared yet
                 continue
+    return out
+
+
+@dataclass(frozen=True)
+class Unaskable:
+    """A varying question none of whose variants may be asked under course_lib as it is now (a
+    tolerance widened past its mistakes, a changed space or solver): every student's kernel
+    would fail drawing their numbers."""
+    question: str
+    size: int                   # the points of its space
+    example: dict               # its canonical numbers
+    problems: tuple             # why those may not be asked (course_lib.questions.variants.problems)
+    declared_in: str            # the file declaring it
+
+    @property
+    def message(self) -> str:
+        why = "; ".join(self.problems[:3]) or "each variant of its space has a problem"
+        return (f"{self.question}: none of the {self.size} variants of its space may be asked under course_lib as "
+                f"it is now; its own numbers ({V.describe(self.question, self.example)}) fail because {why}. "
+                f"Change its declaration in {self.declared_in} (a tolerance below what its mistakes need, "
+                f"its space, its solver) until course_lib.questions.variants.admissible({self.question!r}) "
+                f"lists variants again")
+
+
+def unaskable(course: Course, assignment: str) -> list[Unaskable]:
+    """The assignment's varying questions that have no admissible variant (empty: every student
+    can be given numbers). `grade` refuses with these before any student (issue 47: a widened
+    tolerance passed the preflight, which runs the canonical numbers, and then failed every
+    student with a RuntimeError from their kernel). Without a course secret everyone gets the
+    canonical numbers and nothing is drawn: empty. This is the course_lib the grader imports,
+    the one the kernels import unless `grade` is told other packages."""
+    from course_lib.questions import get
+
+    if load_secret(course) is None:
+        return []
+    out = []
+    for qid in questions(course, assignment):
+        if V.admissible(qid):
+            continue
+        q = get(qid)
+        size = 1
+        for values in q.space.values():
+            size *= len(values)
+        try:
+            where = inspect.getsourcefile(q.solve) or q.solve.__module__
+        except TypeError:          # a solver without a source file
+            where = q.solve.__module__
+        out.append(Unaskable(qid, size, dict(q.givens), tuple(V.problems(qid, dict(q.givens))), str(where)))
     return out
 
 

@@ -239,16 +239,60 @@ def reassess(course: Course, assignment: str, student: str) -> None:
     """nbgrader's late penalty of each of the student's notebooks again, on the course gradebook:
     on the score with the manual grades in it (a worker's private gradebook has none), against
     the due date and the student's extension as they are now."""
-    from nbformat.v4 import new_notebook
+    retake_penalties(course, assignment, [student])
+
+
+@dataclass(frozen=True)
+class PenaltyChange:
+    """A notebook whose stored late penalty was stale (its score changed since it was taken)."""
+    assignment: str
+    student: str
+    notebook: str
+    before: float
+    after: float
+
+
+def retake_penalties(course: Course, assignment: str | None = None,
+                     students: list[str] | None = None) -> list[PenaltyChange]:
+    """nbgrader's late penalty of every submitted notebook (of `assignment`, or of every one; of
+    `students`, or all) taken again from its score as it is now, in one gradebook session, and
+    stored where it changed. Every command that reads scores calls this first: a hand grade
+    entered in the Formgrader goes through nbgrader's own API, which changes the score and
+    leaves the penalty of the old one (24.6 where 24.3 was due), so the penalty cannot be trusted
+    to have been taken when the score changed; taken when read, no stale one reaches `export`,
+    the LMS, the report or the feedback. The same computation as nbgrader's AssignLatePenalties
+    (its plugin, the course's policy, the penalty kept between 0 and the score)."""
+    if not course.db.is_file():
+        return []
     from nbgrader.api import MissingEntry
     from nbgrader.preprocessors import AssignLatePenalties
 
-    with course.gradebook() as gb:
-        try:
-            names = [nb.name for nb in gb.find_submission(assignment, student).notebooks]
-        except MissingEntry:
-            return
     pp = AssignLatePenalties(config=course.user_config())
-    for nb in names:
-        pp.preprocess(new_notebook(), {"nbgrader": {"notebook": nb, "assignment": assignment, "student": student,
-                                                    "db_url": course.db_url}})
+    pp.init_plugin()
+    out = []
+    with course.gradebook() as gb:
+        if assignment is None:
+            found = list(gb.assignments)
+        else:
+            try:
+                found = [gb.find_assignment(assignment)]
+            except MissingEntry:
+                return []
+        for a in found:
+            for sub in a.submissions:
+                if students is not None and sub.student.id not in students:
+                    continue
+                late = sub.total_seconds_late
+                for nb in sub.notebooks:
+                    new = None
+                    if late > 0:
+                        new = pp.plugin_inst.late_submission_penalty(sub.student.id, nb.score, late)
+                        if new is not None:          # as nbgrader: never below 0 nor above the score
+                            new = min(max(new, 0.0), nb.score)
+                    old = nb.late_submission_penalty
+                    if (old or 0.0) != (new or 0.0):
+                        nb.late_submission_penalty = new
+                        out.append(PenaltyChange(a.name, sub.student.id, nb.name, old or 0.0, new or 0.0))
+        if out:
+            gb.db.commit()
+    return out

@@ -48,13 +48,13 @@ from autograder.grading.autograde import Graded, grade_one, worker_init
 from autograder.sandbox.zygote import close_zygotes
 from autograder.course import Course, default_jobs, ensure_assignment, replace_dir, tree_hash
 from autograder.integrity.flags import Flag, Reason
-from autograder.grading.merge import flag_submission, merge_submission
+from autograder.grading.merge import flag_submission, merge_submission, unflag_failure
 from autograder.grading.preflight import (PREFLIGHT_CELL_TIMEOUT, GradingRefused, derived_timeouts, base_job,
                         run_preflight, saved_preflight)
 from autograder.grading.rundir import RunDir, clean_stale
 from autograder.sandbox.bwrap import INSTALL_HELP, UNSANDBOXED_WARNING, Limits, matplotlib_cache, package_dirs, probe
-from autograder.grading.status import WHOLE, grading_status, status_path, write_json
-from autograder.integrity import predictions, verify
+from autograder.grading.status import FAILURE_FLAGGED, WHOLE, grading_status, status_path, write_json
+from autograder.integrity import predictions, unflag, verify
 from autograder.authoring import variants
 from autograder.integrity import ledger as hub_ledger
 from autograder.grading import deadlines, regrade
@@ -175,6 +175,9 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
     sandbox, reason = _sandbox_or_refuse(sandbox, stream)
     if question is not None and question not in regrade.questions(course, assignment):
         raise GradingRefused(f"{assignment} has no graded question or cell {question!r}")
+    if bad := variants.unaskable(course, assignment):      # before any student is touched
+        raise GradingRefused(f"{assignment} cannot be graded; no student was: "
+                             + " ".join(u.message for u in bad))
     todo, skipped, fps, keys, ledger_entries = _to_grade(course, assignment, students, sandbox, packages, no_record,
                                                          force or question is not None, ledger)
     summary = GradeSummary(assignment, [], skipped, {}, {}, sandbox, reason, 0.0, jobs, question=question,
@@ -328,14 +331,18 @@ def _finish(course: Course, assignment: str, res: Graded, fp: str, sandboxed: bo
     dest = course.autograded / s / assignment
     if res.success and res.autograded:
         before = regrade.snapshot(course.db_url, assignment, s)       # a regrade keeps what was graded
-        unchanged = regrade.unchanged_cells(dest, Path(res.autograded))
+        unchanged = regrade.unchanged_cells(regrade.graded_cells(course, assignment, s), Path(res.autograded))
         data = regrade.only_question(res.data, summary.question) if summary.question else res.data
         merge_submission(course.db_url, assignment, s, data)
         if changed := regrade.settle(course, assignment, s, before, unchanged, summary.why):
             summary.changes[s] = changed
         replace_dir(Path(res.autograded), dest)
+        regrade.remember_cells(course, assignment, s, dest)
+        failure_flags = grading_status(course, assignment, s).get(FAILURE_FLAGGED) or []
         write_json(status_path(course, assignment, s), res.graded_status(fp, sandboxed))
-        flag_submission(course.db_url, assignment, s, res.flag_reasons)
+        unflag_failure(course.db_url, assignment, s, failure_flags)
+        # what an instructor looked at and unflagged (`unflag`) is not flagged again
+        flag_submission(course.db_url, assignment, s, unflag.still_to_flag(course, assignment, s, res.flag_reasons))
         summary.graded.append(s)
         if res.stopped:
             summary.stopped[s] = res.stopped
@@ -353,10 +360,13 @@ def _finish(course: Course, assignment: str, res: Graded, fp: str, sandboxed: bo
         if dest.exists():
             shutil.rmtree(dest)
         cause = res.cause or "autograde failed (see the log)"
-        write_json(status_path(course, assignment, s), res.failed_status(cause))
+        earlier = grading_status(course, assignment, s).get(FAILURE_FLAGGED) or []
+        # an earlier grade stays in the gradebook: flag it (a first failure has no entry to flag);
+        # what this flag added is kept, to be taken back once the submission is graded again
+        newly = flag_submission(course.db_url, assignment, s, {WHOLE: [Reason(Flag.GRADING_FAILED, cause)]})
+        write_json(status_path(course, assignment, s),
+                   {**res.failed_status(cause), FAILURE_FLAGGED: sorted(set(earlier) | set(newly))})
         summary.failed[s] = cause
-        # an earlier grade stays in the gradebook: flag it (a first failure has no entry to flag)
-        flag_submission(course.db_url, assignment, s, {WHOLE: [Reason(Flag.GRADING_FAILED, cause)]})
         if res.warnings:
             summary.warnings[s] = res.warnings
 

@@ -49,6 +49,14 @@ def manual_cells(course: Course, assignment: str) -> dict[str, dict[str, float]]
     return out
 
 
+def awaiting(grade) -> bool:
+    """Whether a graded cell awaits a hand grade: nbgrader's own `needs_manual_grade`, which the
+    Formgrader, `export` ("needs manual grade"), the LMS rule and `grade`'s summary read too, so
+    every tool counts the same cells (a manual score left for review after the answer changed
+    awaits one as much as a cell nobody graded)."""
+    return bool(grade.needs_manual_grade)
+
+
 def _answer_text(course: Course, assignment: str, student: str, nb: str, grade_id: str) -> str:
     path = course.autograded / student / assignment / f"{nb}.ipynb"
     if not path.is_file():
@@ -60,8 +68,10 @@ def _answer_text(course: Course, assignment: str, student: str, nb: str, grade_i
 
 
 def status(course: Course, assignment: str) -> list[dict]:
-    """One row per (student, manual cell): its max points, points so far (None: not graded) and comment."""
-    from nbgrader.api import MissingEntry
+    """One row per (student, manual cell), and per other graded cell awaiting a hand grade (an
+    autograded cell whose hand-given score is left for review): its max points, points so far
+    (None: not graded), comment and whether it awaits a grade (awaiting())."""
+    from nbgrader.api import Gradebook, MissingEntry
 
     cells = manual_cells(course, assignment)
     rows = []
@@ -72,10 +82,12 @@ def status(course: Course, assignment: str) -> list[dict]:
             return rows
         for sub in sorted(a.submissions, key=lambda s: s.student.id):
             for nb in sorted(sub.notebooks, key=lambda n: n.name):
-                for gid, maxp in cells.get(nb.name, {}).items():
-                    try:
-                        g = gb.find_grade(gid, nb.name, assignment, sub.student.id)
-                    except MissingEntry:
+                by_name = {g.name: g for g in nb.grades}
+                mine = cells.get(nb.name, {})
+                others = {g.name: g.max_score for g in nb.grades if g.name not in mine and awaiting(g)}
+                for gid, maxp in {**mine, **others}.items():
+                    g = by_name.get(gid)
+                    if g is None:
                         continue
                     try:
                         comment = gb.find_comment(gid, nb.name, assignment, sub.student.id).manual_comment
@@ -84,7 +96,7 @@ def status(course: Course, assignment: str) -> list[dict]:
                     graded = g.manual_score if g.manual_score is not None else g.auto_score
                     rows.append({"student_id": sub.student.id, "notebook": nb.name, "grade_id": gid,
                                  "max_points": maxp, "points": graded, "comment": comment or "",
-                                 "awaiting": g.manual_score is None and g.auto_score is None})
+                                 "awaiting": awaiting(g)})
     return rows
 
 
@@ -95,7 +107,7 @@ def write_template(course: Course, assignment: str, out: Path, only_awaiting: bo
         w = csvsafe.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
         w.writeheader()
         for r in rows:
-            w.writerow({**r, "points": "" if r["awaiting"] else f"{r['points']:g}",
+            w.writerow({**r, "points": "" if r["awaiting"] or r["points"] is None else f"{r['points']:g}",
                         "max_points": f"{r['max_points']:g}",
                         "answer": _answer_text(course, assignment, r["student_id"], r["notebook"], r["grade_id"])})
     return len(rows)

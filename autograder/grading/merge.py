@@ -68,13 +68,40 @@ def merge_submission(db_url: str, assignment: str, student: str, data: dict) -> 
             raise
 
 
-def flag_submission(db_url: str, assignment: str, student: str, reasons: dict) -> None:
+def flag_submission(db_url: str, assignment: str, student: str, reasons: dict) -> list[str]:
     """Set nbgrader's flag (the Formgrader's "Flagged?") on each notebook of the student's
     submission that `reasons` names ({notebook: [flags.Reason]}; status.WHOLE for every notebook). A flag is
-    never cleared here: an instructor unflags in the Formgrader after looking."""
+    never cleared here: an instructor unflags in the Formgrader after looking. Returns the
+    notebooks this flagged that were not flagged before (what a failed run may take back:
+    unflag_failure)."""
     from nbgrader.api import MissingEntry
 
     if not reasons:
+        return []
+    newly = []
+    with open_gradebook(db_url) as gb:
+        try:
+            sub = gb.find_submission(assignment, student)
+        except MissingEntry:
+            return []
+        for nb in sub.notebooks:
+            if reasons.get(nb.name) or reasons.get(WHOLE):
+                if not nb.flagged:
+                    newly.append(nb.name)
+                nb.flagged = True
+        gb.db.commit()
+    return sorted(newly)
+
+
+def unflag_failure(db_url: str, assignment: str, student: str, notebooks: list[str]) -> None:
+    """Take back the flags a failed run set (`notebooks`, flag_submission's answer then) once the
+    submission is graded again: the failure they reported is over, and a flag nobody set for a
+    reason that still holds would hold the student from the LMS (issue 47). A notebook flagged
+    before the failure is not in the list, so an instructor's or an earlier finding's flag stays;
+    the new run's own reasons flag again right after."""
+    from nbgrader.api import MissingEntry
+
+    if not notebooks:
         return
     with open_gradebook(db_url) as gb:
         try:
@@ -82,6 +109,6 @@ def flag_submission(db_url: str, assignment: str, student: str, reasons: dict) -
         except MissingEntry:
             return
         for nb in sub.notebooks:
-            if reasons.get(nb.name) or reasons.get(WHOLE):
-                nb.flagged = True
+            if nb.name in notebooks:
+                nb.flagged = False
         gb.db.commit()

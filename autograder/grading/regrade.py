@@ -68,11 +68,39 @@ def _cell_sources(folder: Path) -> dict[str, str]:
     return out
 
 
-def unchanged_cells(old: Path, new: Path) -> set[str]:
-    """The graded cells ("notebook/grade_id") whose source is the same in the old autograded copy
-    and the new one: the answer an instructor graded by hand is still the one handed in."""
-    a, b = _cell_sources(old), _cell_sources(new)
-    return {k for k, h in a.items() if b.get(k) == h}
+def _graded_cells_path(course: Course, assignment: str, student: str) -> Path:
+    return course.state / assignment / "graded-cells" / f"{student}.json"
+
+
+def graded_cells(course: Course, assignment: str, student: str) -> dict[str, str]:
+    """{"notebook/grade_id": sha256 of its source} of the answers last merged into the gradebook,
+    which are the answers a hand grade given since graded. Kept apart from the autograded copy:
+    a failed run removes that copy (nbgrader keeps none of a failed submission), and comparing
+    against nothing would leave every hand grade for review at the next successful regrade
+    (issue 47: 20 graded reflections back to "awaiting"). A course graded before this record
+    existed falls back to its autograded copy."""
+    try:
+        saved = json.loads(_graded_cells_path(course, assignment, student).read_text())
+    except (OSError, ValueError):
+        saved = None
+    if isinstance(saved, dict) and all(isinstance(v, str) for v in saved.values()):
+        return saved
+    return _cell_sources(course.autograded / student / assignment)
+
+
+def remember_cells(course: Course, assignment: str, student: str, folder: Path) -> None:
+    """Keep the graded cells' source hashes of the autograded copy just merged (graded_cells)."""
+    from autograder.grading.status import write_json
+
+    write_json(_graded_cells_path(course, assignment, student), _cell_sources(folder))
+
+
+def unchanged_cells(old: dict[str, str], new: Path) -> set[str]:
+    """The graded cells ("notebook/grade_id") whose source is the same in the answers last merged
+    (graded_cells) and the new autograded copy: the answer an instructor graded by hand is still
+    the one handed in."""
+    b = _cell_sources(new)
+    return {k for k, h in old.items() if b.get(k) == h}
 
 
 def only_question(data: dict, question: str) -> dict:
@@ -90,12 +118,16 @@ def only_question(data: dict, question: str) -> dict:
 
 
 def questions(course: Course, assignment: str) -> set[str]:
-    """Every question id (and grade id) of the assignment's graded cells."""
+    """Every question id (and grade id) of the assignment's graded cells, those a declared
+    question generates included (the source holds only its declaration: read as nbgrader's
+    generate reads it, expanded)."""
     from course_lib.exercises.question_ids import metadata, question_of
+
+    from autograder.authoring.cells import read_source
 
     out = set()
     for p in sorted((course.source / assignment).glob("*.ipynb")):
-        for c in nbformat.read(str(p), as_version=4).cells:
+        for c in read_source(p).cells:
             gid = metadata(c).get("grade_id")
             if gid and metadata(c).get("grade"):
                 out.add(gid)

@@ -20,9 +20,10 @@ def scores(course: Course, assignment: str, students: list[str] | None = None) -
     """Every graded submission's score (of `students`, or all) in the gradebook, by student id."""
     from nbgrader.api import MissingEntry
 
-    from autograder.grading import deadlines
+    from autograder.grading import deadlines, manual
     from autograder.grading.status import failed_students
 
+    deadlines.retake_penalties(course, assignment, students)   # a Formgrader hand grade leaves the old one
     failed = failed_students(course, assignment)
     due = deadlines.due_date(course, assignment)
     exts = deadlines.extensions(course, assignment)
@@ -38,7 +39,7 @@ def scores(course: Course, assignment: str, students: list[str] | None = None) -
             if s in failed or (students is not None and s not in students):
                 continue
             penalty = sum(nb.late_submission_penalty or 0.0 for nb in sub.notebooks)
-            awaiting = sum(1 for nb in sub.notebooks for g in nb.grades if g.needs_manual_grade)
+            awaiting = sum(1 for nb in sub.notebooks for g in nb.grades if manual.awaiting(g))
             late = deadlines.lateness(course, assignment, s, sub.timestamp, due, exts.get(s)).text
             out.append(Score(s, sum(nb.score for nb in sub.notebooks) - penalty, top, penalty, awaiting, late))
     return out

@@ -30,8 +30,9 @@ from pathlib import Path
 
 from autograder.course import Course, replace_dir
 from autograder.grading import regrade
-from autograder.grading.merge import flag_submission, merge_submission
-from autograder.grading.status import WHOLE, grading_status, status_path, write_json
+from autograder.integrity import unflag
+from autograder.grading.merge import flag_submission, merge_submission, unflag_failure
+from autograder.grading.status import FAILURE_FLAGGED, WHOLE, grading_status, status_path, write_json
 from autograder.integrity.flags import Flag, Reason
 
 SHARDS = "shards"      # <root>/shards/<assignment>/<i>-of-<N>/
@@ -226,13 +227,16 @@ def _merge_one(course: Course, sc: ShardCourse, assignment: str, student: str, s
         # as grade._finish merges: manual grades and their status kept, the student's extension and
         # the late penalty on the whole score, the changes logged
         before = regrade.snapshot(course.db_url, assignment, student)
-        unchanged = regrade.unchanged_cells(dest, src)
+        unchanged = regrade.unchanged_cells(regrade.graded_cells(course, assignment, student), src)
         merge_submission(course.db_url, assignment, student, data)
         regrade.settle(course, assignment, student, before, unchanged, f"merged from shard {sc.root.name}")
         replace_dir(src, dest)
+        regrade.remember_cells(course, assignment, student, dest)
+        failure_flags = grading_status(course, assignment, student).get(FAILURE_FLAGGED) or []
         write_json(status_path(course, assignment, student), st)
+        unflag_failure(course.db_url, assignment, student, failure_flags)
         reasons = {nb: [Reason.from_json(r) for r in rs] for nb, rs in (st.get("flags") or {}).items()}
-        flag_submission(course.db_url, assignment, student, reasons)
+        flag_submission(course.db_url, assignment, student, unflag.still_to_flag(course, assignment, student, reasons))
         summary.graded.append(student)
         why = [r.message for rs in reasons.values() for r in rs]
         if why:
@@ -241,7 +245,8 @@ def _merge_one(course: Course, sc: ShardCourse, assignment: str, student: str, s
     cause = st.get("cause") or "the shard's result is incomplete (no gradebook entry or autograded notebooks)"
     if dest.exists():
         shutil.rmtree(dest)
+    earlier = grading_status(course, assignment, student).get(FAILURE_FLAGGED) or []
+    newly = flag_submission(course.db_url, assignment, student, {WHOLE: [Reason(Flag.GRADING_FAILED, cause)]})
     write_json(status_path(course, assignment, student),
-               st if st.get("status") == "failed" else {**st, "status": "failed", "cause": cause})
-    flag_submission(course.db_url, assignment, student, {WHOLE: [Reason(Flag.GRADING_FAILED, cause)]})
+               {**st, "status": "failed", "cause": cause, FAILURE_FLAGGED: sorted(set(earlier) | set(newly))})
     summary.failed[student] = cause

@@ -10,6 +10,8 @@ from autograder.course import Course
 from autograder.integrity.flags import Flag, Reason
 
 WHOLE = "*"    # the notebook key of a reason about the whole submission (a failed grading)
+#: a failed status's list of the notebooks its failure flagged (merge.unflag_failure takes them back)
+FAILURE_FLAGGED = "failure_flagged"
 
 
 def flags(course: Course, assignment: str, student: str) -> dict[str, list[Reason]]:

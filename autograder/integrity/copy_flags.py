@@ -37,6 +37,34 @@ def summary(rows: list[dict]) -> str:
     return "; ".join(f"{r.get('question')} {r.get('variable')}: {r.get('evidence')}" for r in rows)
 
 
+def _notebooks(course: Course, assignment: str) -> dict[str, str]:
+    """{question id: the notebook its answer cell is in}."""
+    out = {}
+    for nb in course.notebooks(assignment):
+        for c in answer_cells(course.source / assignment / f"{nb}.ipynb"):
+            out[c.grade_id.rsplit("_", 1)[0]] = nb
+    return out
+
+
+def _reason(r: dict) -> Reason:
+    return Reason(Flag.POSSIBLE_COPY, f"possible copy: {r['question']} {r['evidence']}")
+
+
+def reasons(course: Course, assignment: str) -> dict[str, dict[str, list[Reason]]]:
+    """{student: {notebook: [Reason]}} of the last copy check: why a copy flag was set, for the
+    report and the export beside the grader's own reasons (the status file holds none of these)."""
+    rows = [r for rs in saved(course, assignment).values() for r in rs]
+    if not rows:
+        return {}
+    notebook_of = _notebooks(course, assignment)
+    out: dict[str, dict[str, list[Reason]]] = {}
+    for r in rows:
+        nb = notebook_of.get(r.get("question"))
+        if nb:
+            out.setdefault(r["student"], {}).setdefault(nb, []).append(_reason(r))
+    return out
+
+
 def check(course: Course, assignment: str, rows: list[dict] | None = None) -> list[dict]:
     """Find the possible copies (or take `rows` found already), keep them, and flag each new
     finding's notebook in the gradebook. Returns the rows."""
@@ -48,17 +76,13 @@ def check(course: Course, assignment: str, rows: list[dict] | None = None) -> li
         done = set(json.loads(_path(course, assignment).read_text()).get("flagged", []))
     except (OSError, ValueError, AttributeError):
         done = set()
-    notebook_of = {}
-    for nb in course.notebooks(assignment):
-        for c in answer_cells(course.source / assignment / f"{nb}.ipynb"):
-            notebook_of[c.grade_id.rsplit("_", 1)[0]] = nb
+    notebook_of = _notebooks(course, assignment)
     new: dict[str, dict] = {}
     for r in rows:
         nb = notebook_of.get(r["question"])
         key = "/".join([r["student"], nb or "", r["question"], r["variable"], r["matches"]])
         if nb and key not in done:
-            new.setdefault(r["student"], {}).setdefault(nb, []).append(
-                Reason(Flag.POSSIBLE_COPY, f"possible copy: {r['question']} {r['evidence']}"))
+            new.setdefault(r["student"], {}).setdefault(nb, []).append(_reason(r))
             done.add(key)
     for student, reasons in new.items():
         flag_submission(course.db_url, assignment, student, reasons)

@@ -46,16 +46,16 @@ def run(course: Course, args) -> int:
     try:
         if args.lms_csv:
             fmt = gradebook_csv.Format(args.lms_csv)
-            cfg_path = Path(args.lms_config) if args.lms_config else course.root / "lms.json"
+            cfg_path = Path(args.lms_config) if args.lms_config else configs.default_path(course.root)
             r = roster.Roster()
             if cfg_path.is_file():
                 cfg = configs.load(cfg_path)
                 r = roster.read(cfg.roster_file, cfg.issuer, cfg.deployment_id)
-            out = Path(args.out) if args.out else course.root / f"lms-{fmt.value}.csv"
+            out = Path(args.out) if args.out else configs.import_csv_path(course.root, fmt.value)
             print(f"{fmt.value} gradebook import written to {gradebook_csv.write(course, assignments, rule, fmt, out, r)}")
             print(f"scoring rule: {rule.describe()}")
             return 0
-        cfg = configs.load(Path(args.lms_config) if args.lms_config else course.root / "lms.json")
+        cfg = configs.load(Path(args.lms_config) if args.lms_config else configs.default_path(course.root))
         result = export_to_lms(course, cfg, assignments, rule)
     except LmsError as e:
         print(f"export --lms-csv: {e}" if args.lms_csv else f"export --lms: nothing posted: {e}", file=sys.stderr)

@@ -17,9 +17,21 @@ from pathlib import Path
 
 from autograder.lms.errors import LmsError
 
+#: the registration's file in the course folder (git-ignored: it names the tool's key)
+FILE = "lms.json"
 REQUIRED = ("client_id", "token_url", "private_key_file")
 OPTIONAL = ("token_audience", "lineitems_url", "lineitems", "roster_file", "issuer", "deployment_id")
 MAX_BYTES = 1 << 20
+
+
+def default_path(root: Path) -> Path:
+    """Where `export --lms` looks for the registration without --lms-config."""
+    return Path(root) / FILE
+
+
+def import_csv_path(root: Path, fmt: str) -> Path:
+    """Where `export --lms-csv FMT` writes without --out (names and grades: git-ignored)."""
+    return Path(root) / f"lms-{fmt}.csv"
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,8 @@ class Line:
     score: float | None = None
     maximum: float = 0.0
     why: str = ""
+    held: Held | None = None      # why it was not posted (HELD), as data: the summary counts by it
+    shown: float | None = None    # HELD: the score the LMS still shows from an earlier export
 
     def text(self) -> str:
         if self.outcome is Outcome.HELD:
@@ -95,12 +97,28 @@ def export_to_lms(course: Course, config: LmsConfig, assignments: list[str], rul
     return result
 
 
+def _shown(result: dict | None, item: dict, maximum: float) -> float | None:
+    """The score an LMS result holds, on the assignment's scale; None without one."""
+    if not result:
+        return None
+    got, top = result.get("resultScore"), result.get("resultMaximum") or item.get("scoreMaximum")
+    if not isinstance(got, (int, float)) or not isinstance(top, (int, float)) or top <= 0:
+        return None
+    return got / top * maximum
+
+
 def _one(ags: Ags, assignment: str, item: dict, d: Decision, user: str | None, have: dict | None, stamp: str) -> Line:
+    prev = (have or {}).get(user) if user else None
     if d.held is not None:
-        return Line(assignment, d.student, Outcome.HELD, why=d.held.value + (f" ({d.detail})" if d.detail else ""))
+        # held now, but an earlier export (--flagged comment, a score since flagged) may have
+        # posted it: say what the LMS still shows rather than "held back" alone (issue 47)
+        shown = _shown(prev, item, d.maximum)
+        why = d.held.value + (f" ({d.detail})" if d.detail else "")
+        if shown is not None:
+            why += f"; the LMS still shows {shown:g} / {d.maximum:g} from an earlier export"
+        return Line(assignment, d.student, Outcome.HELD, maximum=d.maximum, why=why, held=d.held, shown=shown)
     if not user:
-        return Line(assignment, d.student, Outcome.HELD, d.score, d.maximum, Held.NO_LMS_ID.value)
-    prev = (have or {}).get(user)
+        return Line(assignment, d.student, Outcome.HELD, d.score, d.maximum, Held.NO_LMS_ID.value, held=Held.NO_LMS_ID)
     if prev is not None and _same(prev, d, item):
         return Line(assignment, d.student, Outcome.UNCHANGED, d.score, d.maximum)
     ags.post(item, user, d.score, d.maximum, d.comment, stamp)
@@ -116,10 +134,29 @@ def _same(result: dict, d: Decision, item: dict) -> bool:
     return same_score and result.get("comment", d.comment) == d.comment
 
 
+def held_summary(lines: list[Line]) -> list[str]:
+    """What this run held back, by reason, with what would post it: every run says it."""
+    out = []
+    for why in Held:
+        who = sorted({l.student for l in lines if l.held is why})
+        if who:
+            label = "flagged" if why is Held.FLAGGED else why.value
+            out.append(f"held back, {label}: {len(who)} ({', '.join(who)})" + HOW_TO_POST.get(why, ""))
+    return out
+
+
+#: what posts a held score (the instructor's choice)
+HOW_TO_POST = {
+    Held.FLAGGED: "; to post them: look, then `python -m autograder unflag A STUDENT`, or --flagged comment",
+    Held.MANUAL: "; to post them: grade the written answers (Formgrader, or `python -m autograder manual A`)",
+    Held.FAILED: "; to post them: fix the cause and grade again",
+}
+
+
 def format_result(r: Result) -> str:
     counts = {o: sum(l.outcome is o for l in r.lines) for o in Outcome}
     head = [f"scoring rule: {r.rule.describe()}"]
     head += [f"line item created for {a}" for a in r.created]
     tail = [f"STOPPED: {r.error}"] if r.error else []
-    return "\n".join(head + [l.text() for l in r.lines] +
-                     ["; ".join(f"{n} {o.value}" for o, n in counts.items())] + tail)
+    return "\n".join(head + [l.text() for l in r.lines] + held_summary(r.lines)
+                     + ["; ".join(f"{n} {o.value}" for o, n in counts.items())] + tail)

@@ -63,6 +63,9 @@ def decide(course: Course, assignment: str, rule: Rule) -> list[Decision]:
     """One Decision per student the gradebook knows (and each failed one), sorted by id."""
     from nbgrader.api import MissingEntry
 
+    from autograder.grading.deadlines import retake_penalties
+
+    retake_penalties(course, assignment)      # a hand grade in the Formgrader leaves the old one
     with course.gradebook() as gb:
         try:
             a = gb.find_assignment(assignment)

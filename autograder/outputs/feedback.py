@@ -393,6 +393,9 @@ def feedback(course: Course, assignment: str, students: list[str] | None = None,
     results = {"written": [], "failed": {}, "leaks": {}}
     if not todo:
         return results
+    from autograder.grading.deadlines import retake_penalties
+
+    retake_penalties(course, assignment, todo)    # the page shows the penalty of the score as it is now
     ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
     args = [(str(course.root), str(course.source), str(course.release), assignment, s) for s in todo]
     with ProcessPoolExecutor(max_workers=min(jobs or default_jobs(), len(todo)), mp_context=ctx) as pool:

@@ -58,7 +58,10 @@ def write_grades_csv(course: Course, path: Path, assignment: str | None = None, 
     """The grades CSV of `assignment` (grade --out), or of every assignment in the gradebook
     (export; with_max: a last row with each column's maximum)."""
 
+    from autograder.grading.deadlines import retake_penalties
+
     path = Path(path)
+    retake_penalties(course, assignment)      # a hand grade in the Formgrader leaves the old one
     with course.gradebook() as gb:
         if assignment is not None:
             rows = _one_assignment(gb, course, assignment)
@@ -179,7 +182,13 @@ def _variants(course: Course, assignments: list[str]):
         if secret is None:
             return "the lesson's own"
         key = course_variants.key_for(secret, student)
-        return "; ".join(f"{label(q)}: {V.describe(q, g)}" for q, g in course_variants.assigned(key, qids[assignment]).items())
+        try:
+            drawn = course_variants.assigned(key, qids[assignment])
+        except (RuntimeError, ValueError) as e:
+            # course_lib changed since (no admissible variant left): the export says so, never
+            # stops with a traceback (issue 47); `grade` refuses such a change before any student
+            return f"cannot be drawn now: {e}"
+        return "; ".join(f"{label(q)}: {V.describe(q, g)}" for q, g in drawn.items())
 
     return variant_of
 

@@ -98,6 +98,21 @@ def _ratio(value, truth, spec=None) -> float | None:
     return v / t
 
 
+def in_declared_unit(value, spec):
+    """A recorded Quantity in its question's declared unit (issue 47: a `q5_latency_us` truth kept
+    in milliseconds read "0.0225 ms" where the question asks for microseconds); anything else,
+    or a unit it cannot be converted to, as it is."""
+    from course_lib.units import is_quantity
+
+    units = getattr(spec, "units", None)
+    if not units or not is_quantity(value):
+        return value
+    try:
+        return value.to(units)
+    except Exception:       # not convertible (a wrong dimension): shown as recorded
+        return value
+
+
 def category(entry, truth_entry=None, right: bool | None = None, label: str | None = None, spec=None) -> str:
     """The answer class a recorded entry falls in: the truth's when it is right, its
     misconception label or its value (with the ratio to the truth) when wrong."""
@@ -107,7 +122,7 @@ def category(entry, truth_entry=None, right: bool | None = None, label: str | No
         return NOT_RECORDED
     ok_t, t = decode_entry(truth_entry) if truth_entry else (False, None)
     if right and ok_t:
-        return show(t)
+        return show(in_declared_unit(t, spec))
     ok, v = decode_entry(entry)
     if not ok:
         return NOT_RECORDED
@@ -212,13 +227,14 @@ def _spec(grade_id: str, var: str):
         return None
 
 
-def _own_truths_label(owns: dict, lesson_entry: dict) -> str:
+def _own_truths_label(owns: dict, lesson_entry: dict, spec=None) -> str:
     """How the report names the truth of a variable whose students had their own numbers: the
-    truths they were graded on (a few, then the count), not the lesson's own."""
+    truths they were graded on (a few, then the count), not the lesson's own, in the question's
+    declared unit."""
     shown = []
     for entry in [e or lesson_entry for e in owns.values()]:
         ok, v = decode_entry(entry)
-        text = show(v) if ok else "?"
+        text = show(in_declared_unit(v, spec)) if ok else "?"
         if text not in shown:
             shown.append(text)
     listed = ", ".join(shown[:4]) + (f" and {len(shown) - 4} more" if len(shown) > 4 else "")
@@ -249,12 +265,13 @@ def misconceptions(course: Course, assignment: str, truth_record: dict | None = 
             for var in answer_variables(cell, by_id):
                 t_entry = tv.get(cell.grade_id, {}).get(var)
                 spec = _spec(cell.grade_id, var)
-                truth_label = category(t_entry, t_entry, right=True) if t_entry else None
+                truth_label = category(t_entry, t_entry, right=True, spec=spec) if t_entry else None
                 # with per-student variants each student has their own truth (autograder.authoring.variants):
                 # a right answer is "the truth" whatever its number, a wrong one's ratio is to its own
                 owns = {s: own_truth_entry(course, assignment, s, cell.grade_id, var) for s in books}
-                if any(owns.values()) and truth_label:
-                    truth_label = _own_truths_label(owns, t_entry)
+                own_truths = bool(any(owns.values()) and truth_label)
+                if own_truths:
+                    truth_label = _own_truths_label(owns, t_entry, spec)
                 tests = [g for g in hidden if var in reads.get(g, set())]
                 counts, labels, examples, n_wrong = Counter(), {}, {}, 0
                 for s, meta in books.items():
@@ -279,6 +296,7 @@ def misconceptions(course: Course, assignment: str, truth_record: dict | None = 
                                 examples[cat].append(show(v))
                 base = {"notebook": nb, "question": cell.question or cell.grade_id, "title": cell.title,
                         "answer_cell": cell.grade_id, "variable": var, "truth": truth_label or "",
+                        "own_truths": own_truths,
                         "students": len(books), "wrong": n_wrong,
                         "share_wrong": round(n_wrong / len(books), 4) if books else 0.0}
                 for cat, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
@@ -358,7 +376,7 @@ class ScoreRow:
 
     notebook: str
     student: str
-    score: float
+    score: float                      # less its late penalty: the one mean every page shows
     max_score: float
     needs_manual_grade: bool = False
     flagged: bool = False             # nbgrader's flag (an instructor may have cleared it)
@@ -385,10 +403,12 @@ def score_rows(course: Course, assignment: str) -> list[ScoreRow]:
     """Every graded student's score per notebook (failed gradings left out: they are no zeros)."""
     from nbgrader.api import MissingEntry
 
+    from autograder.integrity.copy_flags import reasons as copy_reasons
     from autograder.integrity.ledger import status as ledger_status
     from autograder.grading.status import failed_students, flags
 
     failed = failed_students(course, assignment)
+    copies = copy_reasons(course, assignment)
     rows = []
     with course.gradebook() as gb:
         try:
@@ -401,9 +421,13 @@ def score_rows(course: Course, assignment: str) -> list[ScoreRow]:
                 continue
             reasons = flags(course, assignment, sub.student.id)
             vouch = ledger_status(course, assignment, sub.student.id)
+            mine = copies.get(sub.student.id, {})
             for nb in sub.notebooks:
-                rows.append(ScoreRow(nb.name, sub.student.id, nb.score, maxes[nb.name], nb.needs_manual_grade,
-                                     nb.flagged, reasons.get(nb.name, []), vouch))
+                # every flag with its reason: the grader's (the status file) and the copy check's
+                # after the late penalty, as the course page, the export and the LMS: one mean everywhere
+                rows.append(ScoreRow(nb.name, sub.student.id, nb.score - (nb.late_submission_penalty or 0.0),
+                                     maxes[nb.name], nb.needs_manual_grade,
+                                     nb.flagged, reasons.get(nb.name, []) + mine.get(nb.name, []), vouch))
     return rows
 
 
@@ -479,8 +503,11 @@ def plot_scores(rows: list[ScoreRow], path: Path) -> None:
 
 
 def report(course: Course, assignment: str, out_dir: Path | None = None) -> dict:
+    from autograder.grading.deadlines import retake_penalties
+
     out = Path(out_dir or course.reports / assignment)
     out.mkdir(parents=True, exist_ok=True)
+    retake_penalties(course)      # scores may have changed in the Formgrader; index.html reads every assignment
     rows = misconceptions(course, assignment)
     _write_csv(out / "misconceptions.csv", rows,
                ["notebook", "question", "title", "answer_cell", "variable", "answer", "count", "is_truth",
@@ -515,7 +542,7 @@ def report(course: Course, assignment: str, out_dir: Path | None = None) -> dict
 
 
 STUDENT_FIELDS = ["student", "name", "score", "max_score", "late", "late_penalty", "status", "flags", "ledger",
-                  "copies"]
+                  "copies", "numbers"]
 QUESTION_FIELDS = ["notebook", "question", "title", "max_score", "students", "mean", "spread", "min", "max",
                    "share_full", "awaiting_manual", "misconceptions"]
 
@@ -524,7 +551,8 @@ def _student_csv(r) -> dict:
     return {"student": r.student, "name": r.name, "score": "" if r.score is None else r.score,
             "max_score": r.max_score, "late": r.late, "late_penalty": r.penalty, "status": r.status,
             "flags": "; ".join(r.flags), "ledger": r.ledger,
-            "copies": "; ".join(f"{c['question']} {c['variable']}: {c['evidence']}" for c in r.copies)}
+            "copies": "; ".join(f"{c['question']} {c['variable']}: {c['evidence']}" for c in r.copies),
+            "numbers": r.numbers}
 
 
 def _question_csv(q) -> dict:
@@ -591,8 +619,9 @@ def _misconception_lines(rows: list[dict]) -> list[str]:
         first = rs[0]
         wrong = [x for x in rs if not x["is_truth"] and x["answer"] != NO_ANSWER and x["count"]]
         top = f"; most common wrong answer: {wrong[0]['answer']} ({wrong[0]['count']})" if wrong else ""
-        lines.append(f"  {first['question']} {first['variable']}: {first['share_wrong']:.0%} wrong, "
-                     f"truth {first['truth'] or '?'}{top}")
+        # "the truth, each student's own (...)" names itself; a single truth is "truth 0.5 FLOP/B"
+        truth = first["truth"] if first.get("own_truths") else f"truth {first['truth'] or '?'}"
+        lines.append(f"  {first['question']} {first['variable']}: {first['share_wrong']:.0%} wrong, {truth}{top}")
     return lines
 
 

@@ -93,14 +93,17 @@ def _fmt(x, digits: str = "g") -> str:
 
 def _students_table(students) -> str:
     named = any(r.name for r in students)
+    varied = any(r.numbers for r in students)
     rows = [[r.student, *([r.name] if named else []), _fmt(r.score), _fmt(r.max_score) if r.score is not None else "",
              r.late, _fmt(r.penalty) if r.penalty else "", r.status, "; ".join(r.flags), r.ledger,
-             "; ".join(f"{c['question']} {c['variable']} = {c['answer']}: {c['evidence']}" for c in r.copies)]
+             "; ".join(f"{c['question']} {c['variable']} = {c['answer']}: {c['evidence']}" for c in r.copies),
+             *([r.numbers] if varied else [])]
             for r in students]
     table = _table("Per student: the score (late penalty taken), lateness against the student's own deadline, "
-                   "flags, the hub's ledger and possible copies",
+                   "flags, the hub's ledger and possible copies" + (", and the numbers they were graded on"
+                                                                   if varied else ""),
                    ["student", *(["name"] if named else []), "score", "out of", "late", "late penalty", "status",
-                    "flags", "ledger", "possible copies (evidence)"], rows,
+                    "flags", "ledger", "possible copies (evidence)", *(["their numbers"] if varied else [])], rows,
                    nums=(2, 3, 5) if named else (1, 2, 4), row_header=True)
     note = "" if named or not students else (
         "<p>No names: the gradebook has none (a hub with PAM accounts knows only user names; "
@@ -167,7 +170,7 @@ def write_report_html(out: Path, assignment: str, rows: list[dict], changes: lis
             '<h2 id="students">Students</h2>', _students_table(students),
             '<h2 id="questions">Questions</h2>', _questions_table(questions),
             '<h2 id="scores">Scores</h2>',
-            _table("Scores per notebook", ["notebook", "students", "mean", "median", "lowest", "highest",
+            _table("Scores per notebook (less late penalties, as everywhere)", ["notebook", "students", "mean", "median", "lowest", "highest",
                                            "out of"],
                    [[nb, s["n"], f"{s['mean']:.1f}", f"{s['median']:g}", f"{s['min']:g}", f"{s['max']:g}",
                      f"{s['max_score']:g}"] for nb, s in summary.items()], nums=range(1, 7)),

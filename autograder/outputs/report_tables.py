@@ -23,6 +23,7 @@ class StudentRow:
     flagged: bool = False             # nbgrader's flag on any notebook
     ledger: str = ""
     copies: list = field(default_factory=list)   # copies rows (evidence)
+    numbers: str = ""                 # the numbers the student was graded on (per-student variants)
 
 
 def student_rows(course: Course, assignment: str, copies: list[dict]) -> list[StudentRow]:
@@ -60,7 +61,9 @@ def student_rows(course: Course, assignment: str, copies: list[dict]) -> list[St
             row.ledger = vouch.text if vouch else ""
     for s, cause in failed.items():
         rows.setdefault(s, StudentRow(s)).status = f"failed: {cause}"
+    numbers = _numbers(course, assignment)
     for s, row in rows.items():
+        row.numbers = numbers.get(s, "")
         row.flags = flag_reasons(course, assignment, s) if (row.flagged or s in failed) else []
         row.copies = mine.get(s, [])
         if row.flagged and row.copies:
@@ -68,6 +71,26 @@ def student_rows(course: Course, assignment: str, copies: list[dict]) -> list[St
         if row.flagged and not row.flags:
             row.flags = ["flagged"]
     return [rows[s] for s in sorted(rows)]
+
+
+def _numbers(course: Course, assignment: str) -> dict[str, str]:
+    """{student: "Q1: n = 1,000,000 elements, fp16; Q2: ..."}: the numbers each graded student
+    was graded on (their status file), on the page beside their score, not only in variants.csv."""
+    from course_lib.exercises.question_ids import label
+    from course_lib.questions import variants as V
+
+    from autograder.grading.status import graded_students, grading_status
+
+    out = {}
+    for s in graded_students(course, assignment):
+        parts = []
+        for qid, givens in sorted((grading_status(course, assignment, s).get("variant") or {}).items()):
+            try:
+                parts.append(f"{label(qid)}: {V.describe(qid, givens)}")
+            except Exception:       # a question course_lib no longer declares: its numbers as kept
+                parts.append(f"{qid}: {givens}")
+        out[s] = "; ".join(parts)
+    return out
 
 
 @dataclass

@@ -30,9 +30,22 @@ def show(value) -> str:
     if isinstance(value, bool) or value is None:
         return str(value)
     if isinstance(value, (int, float)):
-        return f"{value:.3g}"
+        return _number(value)
     if isinstance(value, str):
         return re.sub(r"\s+", " ", value.strip())[:40] or "(empty string)"
     if isinstance(value, (tuple, list)):
         return "(" + ", ".join(show(v) for v in value)[:40] + ")"
     return str(value)[:40]
+
+
+def _number(x: float) -> str:
+    """Three significant digits, but never an exponent where the digits fit: 1024 stays "1024"
+    (a batch, a byte count: "1.02e+03" read as another number, issue 47), 2047.6 is "2048";
+    from a million, or under a thousandth, the exponent is the short form."""
+    import math
+
+    if not math.isfinite(x):
+        return str(x)
+    if 1e3 <= abs(x) < 1e6 or (float(x).is_integer() and abs(x) < 1e6):
+        return f"{x:.0f}"
+    return f"{x:.3g}"

@@ -446,7 +446,11 @@ del _autograder_quiet
 def matplotlib_cache() -> str | None:
     """A folder holding matplotlib's font list, copied into every sandbox (without it each kernel
     would rebuild it and print 'Matplotlib is building the font cache' to stderr). The grading
-    user's own matplotlib cache when it has one, else one built once in a temporary folder."""
+    user's own matplotlib cache when it has one, else one built once per grading process in a
+    temporary folder (the workers, forked after `grade` warms it, reuse their parent's) and
+    removed when that process exits: each run used to leave an autograder-mpl-* folder behind
+    (issue 47)."""
+    import atexit
     import tempfile
 
     try:
@@ -458,6 +462,9 @@ def matplotlib_cache() -> str | None:
     except Exception:  # pragma: no cover - matplotlib missing or broken
         pass
     d = tempfile.mkdtemp(prefix="autograder-mpl-")
+    owner = os.getpid()
+    # only the process that made it removes it: a forked worker inherits the handler too
+    atexit.register(lambda: os.getpid() == owner and shutil.rmtree(d, ignore_errors=True))
     try:
         subprocess.run([sys.executable, "-c", "import matplotlib.font_manager"], env={**os.environ, "MPLCONFIGDIR": d},
                        check=True, capture_output=True, timeout=120)

@@ -352,15 +352,26 @@ UNIT_FILE="/etc/systemd/system/$UNIT.service"
 # the installs that use PREFIX (two may share one environment): uninstall removes it with the last
 USED_BY="$PREFIX/used-by"
 
+hub_pids() {   # the processes of a hub started by hand with this install's configuration
+    pgrep -f "jupyterhub -f $CONFIG_DIR/jupyterhub_config.py" || true
+}
+
 uninstall() {
     [[ -f "$SETUP_CONF" ]] || die "no install recorded in $SETUP_CONF: name it with --config-dir DIR or --course-id ID"
+    # a hub still running on what is about to go (its environment, database, configuration) would
+    # ignore SIGTERM and orphan its proxy, ledger and culler: stop it first, or refuse
+    local running
     if [[ "$(owner_of "$UNIT_FILE")" == "$CONFIG_DIR" ]]; then
         systemctl disable --now "$UNIT.service" || true
         rm -f "$UNIT_FILE"
         systemctl daemon-reload || true
         say "removed the systemd unit $UNIT"
-    elif [[ -d /run/systemd/system ]] || pgrep -f "jupyterhub -f $CONFIG_DIR/jupyterhub_config.py" >/dev/null; then
-        say "NOTE: stop the hub started with -f $CONFIG_DIR/jupyterhub_config.py yourself (it is not a unit of mine)"
+    fi
+    running="$(hub_pids | tr '\n' ' ')"
+    if [[ -n "${running// /}" ]]; then
+        die "the hub started with -f $CONFIG_DIR/jupyterhub_config.py is running (pid ${running% }): stop it" \
+            "(with its proxy and services: kill the hub's process group, or Ctrl-C where it runs), then run" \
+            "--uninstall again; nothing was removed"
     fi
     if [[ "$(owner_of "$PROFILE_D")" == "$CONFIG_DIR" ]]; then
         rm -f "$PROFILE_D"
@@ -376,18 +387,32 @@ uninstall() {
     elif [[ -d "$PREFIX" ]]; then
         say "kept $PREFIX: the installs in $USED_BY use it too"
     fi
-    rm -f "$STATE_DIR/jupyterhub.sqlite" "$STATE_DIR/jupyterhub_cookie_secret" "$STATE_DIR/jupyterhub-proxy.pid"
+    local f gone=()
+    for f in "$STATE_DIR/jupyterhub.sqlite" "$STATE_DIR/jupyterhub_cookie_secret" "$STATE_DIR/jupyterhub-proxy.pid"; do
+        [[ -e "$f" ]] && gone+=("${f##*/}")
+        rm -f "$f"
+    done
     rmdir "$STATE_DIR" 2>/dev/null || true
-    say "removed the hub's database and cookie secret from $STATE_DIR"
+    [[ ${#gone[@]} -gt 0 ]] && say "removed the hub's ${gone[*]} from $STATE_DIR"
     local keep=()
     [[ -f "$CONFIG_DIR/jupyterhub_config.local.py" ]] && keep+=("$CONFIG_DIR/jupyterhub_config.local.py (yours)")
     rm -f "$CONFIG_DIR/jupyterhub_config.py" "$CONFIG_DIR/roofline_site.json" "$CONFIG_DIR/roofline_variant_secret" "$CONFIG_DIR/lti.json" "$SETUP_CONF"
     rmdir "$CONFIG_DIR" 2>/dev/null || true
     say "removed the hub's configuration in $CONFIG_DIR"
-    say "left in place (remove them yourself once no longer needed): the users and their homes (the" \
-        "instructors' course folders, grades), the groups $STUDENTS_GROUP $INSTRUCTORS_GROUP $KEY_GROUP," \
-        "the course service's user $LEDGER_USER and its records and submissions in $LEDGER_DIR," \
-        "the exchange $EXCHANGE${keep:+, ${keep[*]}}"
+    # what is left, listing only what exists (an exchange never made is not named)
+    local left=() g groups=()
+    for g in "$STUDENTS_GROUP" "$INSTRUCTORS_GROUP" "$KEY_GROUP"; do
+        getent group "$g" >/dev/null && groups+=("$g")
+    done
+    [[ ${#groups[@]} -gt 0 ]] && left+=("the users of the groups ${groups[*]} and their homes (the instructors' course folders, grades), the groups themselves")
+    id -u "$LEDGER_USER" >/dev/null 2>&1 && left+=("the course service's user $LEDGER_USER")
+    [[ -d "$LEDGER_DIR" ]] && left+=("its records and submissions in $LEDGER_DIR")
+    [[ -d "$EXCHANGE" ]] && left+=("the exchange $EXCHANGE")
+    left+=("${keep[@]}")
+    if [[ ${#left[@]} -gt 0 ]]; then
+        local IFS=";"
+        say "left in place (remove them yourself once no longer needed):${left[*]/#/ }"
+    fi
 }
 if [[ "$ACTION" == uninstall ]]; then
     uninstall
