@@ -58,7 +58,7 @@ from autograder.integrity import predictions, unflag, verify
 from autograder.authoring import variants
 from autograder.integrity import ledger as hub_ledger
 from autograder.grading import deadlines, regrade
-from autograder.gradebook import open_gradebook, prepare
+from autograder.gradebook import open_gradebook
 
 log = logging.getLogger("autograder")
 
@@ -169,7 +169,6 @@ def grade(course: Course, assignment: str, *, students: list[str] | None = None,
     t0 = time.monotonic()
     limits = limits or Limits(cell_timeout=None, notebook_timeout=None)
     jobs = jobs or default_jobs()
-    prepare(course.db_url)
     clean_stale()
 
     sandbox, reason = _sandbox_or_refuse(sandbox, stream)
