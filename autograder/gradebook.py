@@ -66,3 +66,13 @@ def open_gradebook(db_url: str, course_id: str = DEFAULT_GRADEBOOK_COURSE):
     prepare(db_url)
     with Gradebook(db_url, course_id) as gb:
         yield gb
+
+
+def submission_or_none(gb, assignment: str, student: str):
+    """The student's submitted assignment in an open gradebook, or None where there is none."""
+    from nbgrader.api import MissingEntry
+
+    try:
+        return gb.find_submission(assignment, student)
+    except MissingEntry:
+        return None

@@ -3,7 +3,7 @@ crash leaves every student either fully merged or untouched), following nbgrader
 from __future__ import annotations
 
 from autograder.grading.status import WHOLE
-from autograder.gradebook import open_gradebook
+from autograder.gradebook import open_gradebook, submission_or_none
 
 
 def _add_submission(db, assignment, student) -> None:
@@ -99,14 +99,11 @@ def unflag_failure(db_url: str, assignment: str, student: str, notebooks: list[s
     reason that still holds would hold the student from the LMS (issue 47). A notebook flagged
     before the failure is not in the list, so an instructor's or an earlier finding's flag stays;
     the new run's own reasons flag again right after."""
-    from nbgrader.api import MissingEntry
-
     if not notebooks:
         return
     with open_gradebook(db_url) as gb:
-        try:
-            sub = gb.find_submission(assignment, student)
-        except MissingEntry:
+        sub = submission_or_none(gb, assignment, student)
+        if sub is None:
             return
         for nb in sub.notebooks:
             if nb.name in notebooks:

@@ -24,7 +24,7 @@ from pathlib import Path
 import nbformat
 
 from autograder.course import Course
-from autograder.gradebook import open_gradebook
+from autograder.gradebook import open_gradebook, submission_or_none
 
 LOG = "regrades.jsonl"
 
@@ -139,12 +139,9 @@ def questions(course: Course, assignment: str) -> set[str]:
 def keep_manual_status(db_url: str, assignment: str, student: str, before: dict, unchanged: set[str]) -> None:
     """Put back "graded" (needs_manual_grade off) on each cell that had a manual score and was not
     awaiting one before the regrade, where the student's answer in it did not change."""
-    from nbgrader.api import MissingEntry
-
     with open_gradebook(db_url) as gb:
-        try:
-            sub = gb.find_submission(assignment, student)
-        except MissingEntry:
+        sub = submission_or_none(gb, assignment, student)
+        if sub is None:
             return
         for nb in sub.notebooks:
             for g in nb.grades:
