@@ -153,8 +153,8 @@ def kernel_child(req, cfg):
         os.setgroups([])
         os.setgid(uid)
         os.setuid(uid)
-    START.own_keyrings()
-    drop_bounding_set()          # again: a new user namespace starts with every capability in it
+    if START.own_keyrings():
+        drop_bounding_set()      # again: a new user namespace starts with every capability in it
     drop_capabilities()
     check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     if req.get("probe"):
