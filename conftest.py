@@ -56,6 +56,8 @@ SLOW_FILES = {
 }
 #: single tests of otherwise fast files: file -> test function names, cases or doctests
 SLOW_TESTS = {
+    # one student reads a full ledger from 40 threads for 4 s while another commits
+    "test_service_limits.py": {"test_a_student_reading_a_full_ledger_from_many_threads_leaves_another_s_commit_alone"},
     # loads the course's nbgrader_config.py, which imports nbgrader and the autograder's exporters
     "test_hub_kit_options.py": {"test_the_course_id_comes_from_the_course_folder"},
     "test_notebooks.py": {"test_notebook_executes_cleanly"},

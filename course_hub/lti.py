@@ -48,12 +48,14 @@ CONTEXT = "https://purl.imsglobal.org/spec/lti/claim/context"
 TARGET = "https://purl.imsglobal.org/spec/lti/claim/target_link_uri"
 LIS = "https://purl.imsglobal.org/spec/lti/claim/lis"
 AGS_ENDPOINT = "https://purl.imsglobal.org/spec/lti-ags/claim/endpoint"
-#: the roles that make a course instructor (LTI 1.3 role vocabularies; short "Instructor" too)
+#: the roles that make a course instructor: context (membership) roles of the launch's course only,
+#: the short "Instructor" too (LTI 1.3 reads a short role as a context role). An institution or
+#: system role (".../institution/person#Instructor": the person teaches somewhere in the
+#: institution) says nothing about this course: a Learner here who holds one stays a student.
 INSTRUCTOR_ROLES = frozenset({
     "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor",
     "http://purl.imsglobal.org/vocab/lis/v2/membership/Instructor#TeachingAssistant",
     "http://purl.imsglobal.org/vocab/lis/v2/membership#TeachingAssistant",
-    "http://purl.imsglobal.org/vocab/lis/v2/institution/person#Instructor",
     "Instructor", "TeachingAssistant",
 })
 NAME = re.compile(r"[a-z][a-z0-9]{0,15}-[0-9a-f]{6}")
@@ -84,6 +86,7 @@ def load_settings(path) -> dict:
 
 
 def is_instructor(roles) -> bool:
+    """Whether a launch's roles claim makes an instructor of this course (INSTRUCTOR_ROLES)."""
     return isinstance(roles, list) and any(isinstance(r, str) and r in INSTRUCTOR_ROLES for r in roles)
 
 

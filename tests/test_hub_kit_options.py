@@ -161,3 +161,25 @@ def test_uninstall_refuses_while_its_hub_runs_and_then_lists_only_what_exists(tm
     assert "removed the hub's jupyterhub.sqlite" in p.stdout
     for absent in ("never-made", "no-ledger", "t47gone-l", "t47gone-s", "left in place"):
         assert absent not in p.stdout, p.stdout
+
+
+def test_a_checkout_other_users_can_read_is_made_private(tmp_path):
+    """Issue 44: the checkout setup.sh runs from holds the solutions (and, once built, a build/ copy
+    of the solvers); cloned with umask 022 every student of the machine could read it. setup.sh
+    makes it private (o-rwx) and says so; --show-config says it would."""
+    checkout = tmp_path / "course"
+    (checkout / "deploy" / "jupyterhub").mkdir(parents=True)
+    setup = checkout / "deploy" / "jupyterhub" / "setup.sh"
+    setup.write_bytes(SETUP.read_bytes())
+
+    def shown():
+        p = subprocess.run(["bash", str(setup), "--config-dir", str(tmp_path / "etc"), "--show-config"],
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 0, p.stderr
+        return [line for line in p.stdout.splitlines() if "private" in line]
+
+    checkout.chmod(0o755)
+    assert shown() == [f"# would make the checkout {checkout} private (mode 755: other users can read the "
+                       "solutions; chmod o-rwx)"]
+    checkout.chmod(0o750)
+    assert shown() == []

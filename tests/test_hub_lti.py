@@ -128,3 +128,18 @@ def test_a_name_another_lms_user_or_a_unix_user_holds_is_not_given_twice(tmp_pat
 def test_every_name_is_a_valid_unix_and_course_name(data, sub):
     name = lti.derive_name(ISS, sub, data)
     assert lti.NAME.fullmatch(name) and USER.fullmatch(name) and len(name) <= 32
+
+
+def test_an_institution_instructor_who_is_a_learner_in_this_course_is_a_student(tmp_path):
+    """Issue 44: a Learner of this course holding an institution-level Instructor role (they teach
+    elsewhere) became an instructor and joined the key group. Only context roles count."""
+    auth, _ = authenticator(tmp_path)
+    institution = "http://purl.imsglobal.org/vocab/lis/v2/institution/person#Instructor"
+    system = "http://purl.imsglobal.org/vocab/lis/v2/system/person#Administrator"
+    learner, _ = launch(auth, claims("l-1", roles=[LEARNER, institution, system]))
+    assert learner["groups"] == ["roofline-students"]
+    assert not lti.is_instructor([institution]) and not lti.is_instructor([system])
+    # the same person made an instructor of this course is one
+    teacher, _ = launch(auth, claims("l-2", roles=[institution, INSTRUCTOR]))
+    assert teacher["groups"] == ["roofline-instructors"]
+    assert lti.is_instructor(["Instructor"]) and not lti.is_instructor("Instructor")   # a claim is a list

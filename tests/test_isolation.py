@@ -5,7 +5,8 @@ the second runs under the same worker process and the same sandbox uid as the fi
 kernels (both forked from the worker's one preloaded interpreter: autograder.sandbox.zygote) and
 with cold ones (--cold-kernels). The first
 ("a_polluter") writes files into its home, /tmp, its working folder (and /dev/shm, where it can), an IPython
-start-up file, sets environment variables, monkeypatches course_lib (every check passes in its
+start-up file, a kernel config in /etc/ipython and files in /run and /var/tmp (where it can: the
+zygote's root is shared by its kernels), a key in its user keyring, sets environment variables, monkeypatches course_lib (every check passes in its
 kernel) and sys.modules, and leaves a thread and a process running. The second ("b_victim")
 answers Q1 wrong and Q2 right and looks for every one of those traces.
 
@@ -29,8 +30,20 @@ from tiny_course import FAST, needs_sandbox, run_cli, student_nb, write_class
 TOKEN = "ISOLATION-LEAK-7f3a91"
 
 PLANT = f'''
-import os, subprocess, sys, threading, time
+import ctypes, os, platform, subprocess, sys, threading, time
 TOKEN = {TOKEN!r}
+for _d in ("/etc/ipython", "/run", "/var/tmp"):      # the shared root: a kernel config in /etc/ipython runs in every kernel
+    try:
+        os.makedirs(_d, exist_ok=True)
+        open(os.path.join(_d, "ipython_kernel_config.py" if _d == "/etc/ipython" else "leak-" + TOKEN), "w").write(
+            "c = get_config()\\nc.InteractiveShellApp.exec_lines = ['LEAKED_STARTUP = 1']\\n")
+    except OSError:
+        pass
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+_key = _libc.syscall({{"x86_64": 248, "aarch64": 217}}[platform.machine()], b"user", ("leak-" + TOKEN).encode(), b"1",
+                     ctypes.c_size_t(1), -4)                               # add_key(..., @u)
+_libc.syscall({{"x86_64": 250, "aarch64": 219}}[platform.machine()], 15, ctypes.c_long(_key), 120)   # expires in 2 min
 for _d in (os.path.expanduser("~"), "/tmp", os.getcwd(), "/dev/shm"):
     try:
         open(os.path.join(_d, "leak-" + TOKEN), "w").write(TOKEN)
@@ -57,17 +70,24 @@ subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)  # " + TOK
 '''
 
 PROBE = f'''
-import json as _json, os as _os, sys as _sys, threading as _threading
+import ctypes as _ctypes, json as _json, os as _os, platform as _platform, sys as _sys, threading as _threading
 _T = {TOKEN!r}
 def _files():
     found = []
-    for d in (_os.path.expanduser("~"), "/tmp", _os.getcwd(), "/dev/shm",
+    for d in (_os.path.expanduser("~"), "/tmp", _os.getcwd(), "/dev/shm", "/run", "/var/tmp",
               _os.path.expanduser("~/.ipython/profile_default/startup")):
         try:
             found += [_os.path.join(d, n) for n in _os.listdir(d) if _T in n or n == "99-leak.py"]
         except OSError:
             pass
+    if _os.path.exists("/etc/ipython/ipython_kernel_config.py"):
+        found.append("/etc/ipython/ipython_kernel_config.py")
     return sorted(set(found))
+def _key():
+    _libc = _ctypes.CDLL(None, use_errno=True)
+    _libc.syscall.restype = _ctypes.c_long
+    return _libc.syscall({{"x86_64": 250, "aarch64": 219}}[_platform.machine()], 10, -4, b"user",
+                         ("leak-" + _T).encode(), 0) > 0                  # KEYCTL_SEARCH @u
 def _procs():
     out = []
     for p in _os.listdir("/proc"):
@@ -89,6 +109,7 @@ _report = {{
     "threads": sorted(t.name for t in _threading.enumerate() if _T in t.name),
     "processes": _procs(),
     "startup_global": "LEAKED_STARTUP" in get_ipython().user_ns,
+    "key": _key(),
     "pid": _os.getpid(),
 }}
 print("ISOLATION-PROBE " + _json.dumps(_report))
@@ -153,7 +174,7 @@ def test_the_polluter_plants_every_trace_and_its_own_probe_sees_them(graded):
     # a warm kernel is pid 1 of its own pid namespace (forked by the zygote); a cold one is bwrap's child
     assert p["pid"] == (1 if kind == "warm" else 2)
     assert len(p["env"]) == 2 and p["patched_checks"] == ["check_form_number", "check_number", "check_regime"]
-    assert p["course_lib_attr"] and p["modules"] and p["threads"] and p["processes"]
+    assert p["course_lib_attr"] and p["modules"] and p["threads"] and p["processes"] and p["key"]
     # its monkeypatch passed its wrong Q1 in its own kernel: caught, and the clean verdict scored
     assert "VERDICTS DIFFER: a_polluter" in g.stdout
     assert cell_scores(c.db_url, "t3")["a_polluter"]["units/t3units_q1_correct"] == 0.0
@@ -165,7 +186,8 @@ def test_the_next_submission_of_the_same_worker_sees_none_of_it(graded):
     polluter, victim = _probe(c.root, "a_polluter"), _probe(c.root, "b_victim")
     assert victim["uid"] == polluter["uid"]          # the same worker, the same sandbox uid: the hard case
     assert victim == {"uid": polluter["uid"], "files": [], "env": [], "patched_checks": [], "course_lib_attr": False,
-                      "modules": [], "threads": [], "processes": [], "startup_global": False, "pid": polluter["pid"]}
+                      "modules": [], "threads": [], "processes": [], "startup_global": False, "key": False,
+                      "pid": polluter["pid"]}
 
 
 @needs_sandbox

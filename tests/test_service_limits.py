@@ -189,3 +189,82 @@ def test_a_connection_closed_is_given_back_to_its_peer(tmp_path):
             with requests.Session() as s:      # a new connection each time
                 codes.append(s.get(f"{url}/events", headers={"Authorization": "token tok-ann"}, timeout=10).status_code)
         assert codes == [200] * len(codes), codes
+
+
+READ_FLOOD = r"""
+import encodings.idna, http.client, os, sys, threading, time, urllib.error, urllib.request
+if os.geteuid() == 0:               # another Unix user than the test's commits: another peer to the service
+    os.setgid(65534); os.setuid(65534)
+url, token, seconds, threads = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
+codes = {}
+def reader():
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url + "/events", headers={"Authorization": "token " + token}),
+                                        timeout=30) as r:
+                r.read()
+                code = r.status
+        except urllib.error.HTTPError as e:
+            code = e.code
+        except OSError:
+            code = 0
+        codes[code] = codes.get(code, 0) + 1
+ts = [threading.Thread(target=reader) for _ in range(threads)]
+[t.start() for t in ts]
+print("FLOODING", flush=True)
+[t.join() for t in ts]
+print("CODES", codes, flush=True)
+"""
+
+
+def _fill_ledger(store: Path, user: str, megabytes: int) -> None:
+    """`user`'s ledger with about `megabytes` MiB of commits, as the service writes them."""
+    e = P.make_event([], "hello_q1", "commit", {"q1_x": 2.0}, "because " * 40, t="2026-11-26T10:00:00.000Z")
+    entry = S.check_event(json.dumps(L.payload(e, Path("lesson"))).encode())
+    line = (S._canonical({**entry, "user": user, "received": "2026-11-26T10:00:00.000Z"}) + "\n").encode()
+    (store / "ledger").mkdir(parents=True, exist_ok=True)
+    (store / "ledger" / f"{user}.jsonl").write_bytes(line * (megabytes * 2**20 // len(line)))
+
+
+@pytest.mark.skipif(not ROOT, reason="needs root, to flood from another Unix user (nobody)")
+def test_a_student_reading_a_full_ledger_from_many_threads_leaves_another_s_commit_alone(tmp_path):
+    """Issue 44: GET /events read and parsed the caller's whole ledger on the event loop; one
+    student reading theirs (16 MiB at most) from 40 threads held another's commit for seconds
+    (commits time out at 3 s). The flood runs in a process of its own (its threads do not share
+    the service's interpreter)."""
+    store = tmp_path / "store"
+    _fill_ledger(store, "eve", 8)
+    with running(store, TOKENS, SERVICE, rate=limits.Rate(per_second=1000, burst=10000)) as url:
+        flood = subprocess.Popen([sys.executable, "-c", READ_FLOOD, url, "tok-eve", "4", "40"],
+                                 stdout=subprocess.PIPE, text=True)
+        try:
+            assert flood.stdout.readline().strip() == "FLOODING"
+            time.sleep(0.5)
+            took = []
+            for _ in range(10):
+                t0 = time.monotonic()
+                assert commit(url, "tok-ann", timeout=10).status_code == 201
+                took.append(time.monotonic() - t0)
+                time.sleep(0.1)
+            codes = flood.communicate(timeout=60)[0]
+        finally:
+            flood.kill()
+    assert "200" in codes and "429" in codes, codes       # eve read her ledger, and was refused beyond her limit
+    assert max(took) < 1.0, took                           # the commit's time-out is 3 s
+
+
+def test_a_student_s_reads_are_limited_and_an_instructor_s_are_not(tmp_path):
+    store = tmp_path / "store"
+    _fill_ledger(store, "eve", 1)
+    tokens = {**TOKENS, "tok-ins": {"kind": "user", "name": "ins", "scopes": ACCESS}}
+    size = (store / "ledger" / "eve.jsonl").stat().st_size
+    with running(store, tokens, SERVICE, instructors=("ins",), reads=limits.ReadLimit(per_second=1, burst=2 * size)) as url:
+        get = lambda tok: requests.get(f"{url}/events", headers={"Authorization": f"token {tok}"}, timeout=10)  # noqa: E731
+        codes = [get("tok-eve").status_code for _ in range(4)]
+        assert codes == [200, 200, 429, 429], codes
+        assert len(get("tok-ins").json()["events"]["eve"]) > 100
+        assert [get("tok-ins").status_code for _ in range(4)] == [200] * 4
+        assert get("tok-ann").status_code == 200             # another student is not refused
+    with pytest.raises(ValueError, match="in_flight >= 1"):
+        limits.ReadLimit(in_flight=0)

@@ -196,3 +196,74 @@ def test_where_the_zygote_cannot_make_a_kernels_namespaces_kernels_are_cold(spoo
     kind = zygote.kernel_kind(spec)
     assert kind.startswith("cold: ") and "could not be made" in kind
     assert zygote.zygote_for(spec, matplotlib_cache()) is None
+
+
+# What a kernel leaves outside its home, /tmp and /dev/shm: a file in every folder of the shared
+# root it can write to (an IPython kernel config in /etc/ipython runs code in every later kernel),
+# and a key in its user keyring. The keyring syscalls by number (no keyutils in the sandbox).
+KEYS = '''
+import ctypes, platform
+_libc = ctypes.CDLL(None, use_errno=True)
+_NR = {"x86_64": (248, 250), "aarch64": (217, 219)}[platform.machine()]     # add_key, keyctl
+_USER_KEYRING = -4
+def _add_key(desc, payload):
+    _libc.syscall.restype = ctypes.c_long
+    return _libc.syscall(_NR[0], b"user", desc.encode(), payload, ctypes.c_size_t(len(payload)), _USER_KEYRING)
+def _find_key(desc):
+    _libc.syscall.restype = ctypes.c_long
+    return _libc.syscall(_NR[1], 10, _USER_KEYRING, b"user", desc.encode(), 0)    # KEYCTL_SEARCH
+'''
+
+PLANT_EVERYWHERE = KEYS + '''
+import json, os
+written = []
+for d in ("/", "/etc", "/etc/ipython", "/run", "/var", "/var/tmp", "/dev", "/usr", "/opt", "/srv", "/mnt"):
+    try:
+        os.makedirs(d, exist_ok=True)
+        name = "ipython_kernel_config.py" if d == "/etc/ipython" else "zygote-plant"
+        open(os.path.join(d, name), "w").write("c = get_config()\\nc.InteractiveShellApp.exec_lines = ['PLANTED = 1']\\n")
+        written.append(os.path.join(d, name))
+    except OSError:
+        pass
+key = _add_key("zygote-plant", b"planted")
+if key > 0:
+    _libc.syscall(_NR[1], 15, ctypes.c_long(key), 120)     # KEYCTL_SET_TIMEOUT: gone in 2 min whatever happens
+print(json.dumps({"written": written, "key": key > 0, "found": _find_key("zygote-plant") > 0}))
+'''
+
+FIND_PLANTS = KEYS + '''
+import json, os
+print(json.dumps({
+    "files": [p for p in ("/zygote-plant", "/etc/zygote-plant", "/etc/ipython/ipython_kernel_config.py", "/run/zygote-plant",
+                          "/var/zygote-plant", "/var/tmp/zygote-plant", "/dev/zygote-plant", "/usr/zygote-plant",
+                          "/opt/zygote-plant", "/srv/zygote-plant", "/mnt/zygote-plant") if os.path.exists(p)],
+    "planted_global": "PLANTED" in get_ipython().user_ns,
+    "key": _find_key("zygote-plant") > 0,
+    # what it could write, were it another uid: every writable mount but its own fresh ones
+    "writable": sorted(l.split()[4] for l in open("/proc/self/mountinfo") if "rw" in l.split()[5].split(",")
+                       and not l.split()[4].startswith(("/proc", "/dev/pts", "/tmp", "/home/student", "/dev/shm", {spool!r}))),
+}))
+'''
+
+
+def test_nothing_a_kernel_writes_outside_its_own_folders_or_keyring_reaches_the_next(spool, tmp_path):
+    """Issue 44: the zygote's root (/, /etc, /run, /dev, /var) was one writable tmpfs shared by
+    every kernel it forked, and its user keyring one per uid: a plant in /etc/ipython ran in the
+    next student's kernel."""
+    async def run():
+        km, kc, _ = await _kernel(spool, tmp_path, "s1")
+        try:
+            planted = await _ask(kc, PLANT_EVERYWHERE)
+        finally:
+            await _stop(km, kc)
+        km, kc, _ = await _kernel(spool, tmp_path, "s2")
+        try:
+            return planted, await _ask(kc, FIND_PLANTS.replace("{spool!r}", repr(str(spool))))
+        finally:
+            await _stop(km, kc)
+
+    planted, seen = asyncio.run(run())
+    # the control: the plant's own kernel holds its key (a kernel may keep a keyring of its own)
+    assert planted["key"] and planted["found"], planted
+    # (as root the kernel's uid may write none of the root's folders; as another user it owned them)
+    assert seen == {"files": [], "planted_global": False, "key": False, "writable": []}, (planted, seen)

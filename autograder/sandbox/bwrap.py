@@ -284,6 +284,8 @@ if cfg.get("uid") is not None and os.getuid() == 0:
         data[0].effective = data[0].permitted = data[0].inheritable = 1 << 2   # CAP_DAC_READ_SEARCH
         if libc.capset(ctypes.byref(Header(0x20080522, 0)), data) != 0 or libc.prctl(47, 2, 2, 0, 0) != 0:
             sys.exit(f"could not keep read access after dropping to uid {cfg['uid']} (errno {ctypes.get_errno()})")
+if cfg.get("sandboxed"):
+    own_keyrings()                           # kernel_start.py's: no keyring shared with another kernel
 if cfg.get("parent"):
     # killed with the process that started it (a change of uid clears this, so it comes after);
     # inside bwrap, --die-with-parent does the same

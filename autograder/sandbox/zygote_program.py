@@ -14,9 +14,11 @@ one JSON request a line on stdin:
 Each kernel is two processes. The first (still privileged, in the zygote's pid namespace) takes
 new mount, pid, network, IPC and UTS namespaces, mounts a fresh tmpfs on the home, /tmp and
 /dev/shm, hides the spool but for this submission's run directory, binds the prepared home
-read-only at the staging folder, and forks the second, which is pid 1 of the new pid namespace:
+read-only at the staging folder, makes every other mount read-only (the root, /etc, /run, /var,
+/dev), and forks the second, which is pid 1 of the new pid namespace:
 it mounts a /proc of that namespace, drops to the submission's uid (or, in a user namespace, all
-capabilities), sets no-new-privileges and the limits, copies the prepared home, takes the
+capabilities), takes a user namespace of its own (a fresh user keyring) and a new session
+keyring, sets no-new-privileges and the limits, copies the prepared home, takes the
 student's environment and folder, closes every other file and starts ipykernel from the
 preloaded modules. When it exits, everything it started dies with its pid namespace.
 """
@@ -28,7 +30,7 @@ import sys
 import threading
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
-CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
+CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWUSER = 0x20000000, 0x40000000, 0x10000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT = 24, 38, 47
@@ -84,6 +86,28 @@ def fresh_tmpfs(target, options, keep_out):
         os.close(fd)
 
 
+def seal(keep):
+    """Every writable mount of this (the kernel's) mount namespace read-only, but `keep` (the
+    kernel's own fresh home, /tmp, /dev/shm, spool and run directory) and /proc (the kernel mounts
+    its own) and /dev/pts (ptys live as long as a process holds them): the zygote's root, /etc,
+    /run, /var and /dev are one tmpfs shared by every kernel it forks, so a file one kernel wrote
+    there (an /etc/ipython kernel config) would run in the next. A bind remount changes this
+    namespace's mount only; a mount hidden under a kept one (the zygote's /tmp) is unreachable."""
+    def under(point, top):
+        return point == top or point.startswith(top.rstrip("/") + "/")
+
+    for line in open("/proc/self/mountinfo"):
+        fields = line.split()
+        point = fields[4].encode().decode("unicode_escape")
+        options = fields[5].split(",")
+        if "ro" in options or any(under(point, k) for k in (*keep, "/proc", "/dev/pts")):
+            continue
+        flags = 0
+        for option in options:
+            flags |= MOUNT_FLAGS.get(option, 0)
+        mount(None, point, None, MS_BIND | MS_REMOUNT | MS_RDONLY | flags)
+
+
 def drop_bounding_set():
     """No capability can be regained by exec (needs CAP_SETPCAP: before the change of uid)."""
     for cap in range(64):
@@ -129,6 +153,8 @@ def kernel_child(req, cfg):
         os.setgroups([])
         os.setgid(uid)
         os.setuid(uid)
+    if START.own_keyrings():
+        drop_bounding_set()      # again: a new user namespace starts with every capability in it
     drop_capabilities()
     check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     if req.get("probe"):
@@ -189,6 +215,7 @@ def kernel_first(req, cfg):
         mount(f"/proc/self/fd/{stage}", cfg["staging"], None, MS_BIND)
         mount(None, cfg["staging"], None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
         os.close(run), os.close(stage)
+        seal([cfg["home"], "/tmp", "/dev/shm", cfg["spool"], req["rundir"]])
         # SIGTERM (the zygote's "kill") is passed on as SIGKILL: the kernel is the init of its pid
         # namespace, which only a process outside it can kill (a parent-death signal is ignored)
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})

@@ -36,20 +36,22 @@ class HomeHandler(web.RequestHandler):
 
 
 def make_app(store: Path, auth, service: str = "course", is_instructor=lambda user: False, *,
-             rate: limits.Rate | None = None, answer_key: bool = False, secret: bytes | None = None,
+             rate: limits.Rate | None = None, reads: limits.ReadLimit | None = None, answer_key: bool = False, secret: bytes | None = None,
              secret_file: Path | None = None) -> web.Application:
     """The tornado application over the folder `store` (the ledger in store/ledger, the exchange
     in store/exchange); `auth` identifies a token (jupyterhub.services.auth.HubAuth or a stand-in
     with an async user_for_token(token, sync=False)); `is_instructor(user)` says who may read and
     collect every student's; `answer_key`: answer reveals (this process's course_lib must hold
     the solvers) with the variant `secret`, or the one in `secret_file` (read again when it
-    changes; neither: everyone the lesson's own numbers)."""
+    changes; neither: everyone the lesson's own numbers); `rate`: requests per user, `reads`: a
+    student's reads of their ledger."""
     store = Path(store)
     for sub in ("ledger", "exchange"):
         (store / sub).mkdir(mode=0o750, exist_ok=True)
     common = {"auth": auth, "service": service, "is_instructor": is_instructor, "rate": rate or limits.Rate()}
     events = ledger.Store(store / "ledger")
-    routes = [(PREFIX + r"/events/?", ledger.EventsHandler, {**common, "store": events})]
+    routes = [(PREFIX + r"/events/?", ledger.EventsHandler,
+               {**common, "store": events, "reads": reads or limits.ReadLimit()})]
     try:
         from . import exchange
     except ImportError:          # pragma: no cover - while the exchange is being written

@@ -13,22 +13,53 @@ received}`` to ``STORE/<user>.jsonl``, opened append-only (no request updates or
     GET  /events[?user=NAME]   {"events": {user: [entries]}}: an instructor (a member of
                                --instructors-group) any user's, anyone else their own
 
+Nothing proportional to a ledger runs on the event loop: reads (parsing and encoding a ledger of
+up to MAX_USER_BYTES) run in a pool of processes (a thread parsing would hold the interpreter's
+lock the loop needs), appends (and the first count of a user's lines) in a pool of threads, so
+one student reading a full ledger from many threads cannot hold up another's commit; a student's
+reads are limited too, by bytes (limits.ReadLimit).
+
 Every request needs ``Authorization: token <the user's JupyterHub token>`` (401 without one, 403
 for a token the hub does not know or one without access to this service). Bad input gets a 4xx
 with a JSON ``{"error": ...}`` saying what was expected.
 """
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import json
 import os
 import re
+import multiprocessing
+import threading
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from tornado import web
 
 from ..names import RECORDED_NAME
+from . import limits
 from .base import USER as _USER, TokenHandler
+
+# Reads and writes apart: a flood of reads queues behind reads only. Reads in processes (started
+# when first needed, "spawn": the service has threads): parsing 16 MiB in a thread of the service
+# held its interpreter's lock for seconds against the event loop (issue 44).
+_WRITES = ThreadPoolExecutor(8, thread_name_prefix="ledger-write")
+_READS: list[ProcessPoolExecutor] = []
+
+
+def _read_pool() -> ProcessPoolExecutor:
+    if not _READS:
+        _READS.append(ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")))
+    return _READS[0]
+
+
+def encoded_events(root: str, users: list[str]) -> bytes:
+    """The body of GET /events for `users` (all of the store's when empty), in a read process."""
+    store = Store(Path(root))
+    users = users or store.users()
+    return json.dumps({"events": {u: store.read(u) for u in users}}).encode()
 
 MAX_BODY = 8192                  # one event; course_lib.ledger posts far less
 MAX_VALUES_BYTES = 2048          # an answer's values (course_lib.ledger.MAX_VALUES_BYTES)
@@ -111,6 +142,12 @@ class Store:
     def __init__(self, root: Path):
         self.root = Path(root)
         self._counts: dict[str, int] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_lock = threading.Lock()
+
+    def _lock(self, user: str) -> threading.Lock:
+        with self._locks_lock:
+            return self._locks.setdefault(user, threading.Lock())
 
     def path(self, user: str) -> Path:
         if not _USER.fullmatch(user):
@@ -129,6 +166,13 @@ class Store:
                 continue
         return out
 
+    def size(self, user: str) -> int:
+        """The bytes of `user`'s ledger (0: none)."""
+        try:
+            return self.path(user).stat().st_size
+        except FileNotFoundError:
+            return 0
+
     def users(self) -> list[str]:
         return sorted(p.stem for p in self.root.glob("*.jsonl") if _USER.fullmatch(p.stem))
 
@@ -136,9 +180,14 @@ class Store:
         """Append `entry` for `user` (with the user and the service's time); LedgerFull when the
         user's bound is reached."""
         path = self.path(user)
+        with self._lock(user):         # appends run in a pool: one user's count and file one at a time
+            return self._append(path, user, entry)
+
+    def _append(self, path: Path, user: str, entry: dict) -> dict:
         line = (_canonical({**entry, "user": user, "received": _now()}) + "\n").encode()
         if user not in self._counts:
-            self._counts[user] = len(self.read(user))
+            # one event a line (the service writes whole lines): counted without parsing them
+            self._counts[user] = path.read_bytes().count(b"\n") if path.is_file() else 0
         size = path.stat().st_size if path.exists() else 0
         if self._counts[user] >= MAX_EVENTS_PER_USER or size + len(line) > MAX_USER_BYTES:
             raise LedgerFull(f"the ledger holds its limit for {user} ({MAX_EVENTS_PER_USER} events, "
@@ -160,12 +209,14 @@ class LedgerFull(Exception):
 class EventsHandler(TokenHandler):
     """/events: POST one event, GET the events (see the module's docstring)."""
 
-    def post(self, _prefix=None):
+    reads: limits.ReadLimit | None = None
+
+    async def post(self, _prefix=None):
         if len(self.request.body) > MAX_BODY:
             raise web.HTTPError(413, f"expected one event of at most {MAX_BODY} bytes")
         try:
             entry = check_event(self.request.body)
-            stored = self.store.append(self.user, entry)
+            stored = await asyncio.get_running_loop().run_in_executor(_WRITES, self.store.append, self.user, entry)
         except BadEvent as e:
             raise web.HTTPError(400, str(e)) from None
         except LedgerFull as e:
@@ -173,14 +224,32 @@ class EventsHandler(TokenHandler):
         self.set_status(201)
         self.finish({"stored": {k: stored[k] for k in ("user", "question", "kind", "digest", "received")}})
 
-    def get(self, _prefix=None):
+    async def get(self, _prefix=None):
         wanted = self.get_arguments("user")
-        if not self.is_instructor(self.user):
+        limited = not self.is_instructor(self.user)
+        if limited:
             if any(u != self.user for u in wanted):
                 raise web.HTTPError(403, "only an instructor reads another user's ledger")
             wanted = [self.user]
         try:
-            users = wanted or self.store.users()
-            self.finish({"events": {u: self.store.read(u) for u in users}})
+            for u in wanted:
+                self.store.path(u)        # a bad name is refused here, not in a read process
         except BadEvent as e:
             raise web.HTTPError(400, str(e)) from None
+        if limited and self.reads is not None:
+            self.reads.enter(self.user, self.store.size(self.user))
+        try:
+            try:
+                body = await asyncio.get_running_loop().run_in_executor(_read_pool(), encoded_events,
+                                                                        str(self.store.root), wanted)
+            except BrokenProcessPool:          # a read process died (killed, out of memory): a new pool, once
+                _READS.pop().shutdown(wait=False)
+                body = await asyncio.get_running_loop().run_in_executor(_read_pool(), encoded_events,
+                                                                        str(self.store.root), wanted)
+        except BadEvent as e:
+            raise web.HTTPError(400, str(e)) from None
+        finally:
+            if limited and self.reads is not None:
+                self.reads.leave(self.user)
+        self.set_header("Content-Type", "application/json; charset=UTF-8")
+        self.finish(body)

@@ -129,3 +129,41 @@ class Rate:
             raise web.HTTPError(429, f"too many requests from {user}: at most {self.per_second:g} a second "
                                 "(wait a moment and run the cell again)")
         self.buckets[user] = (level - 1, now)
+
+
+class ReadLimit:
+    """A student's reads of their own ledger, charged by its size: at most `in_flight` at a time,
+    and a bucket of `burst` bytes refilled at `per_second` bytes a second (a read costs time in
+    proportion to the ledger, up to MAX_USER_BYTES, and nothing a student's kernel does reads
+    it; a small ledger is read as often as the request rate allows). Instructors (the grader)
+    are not limited. Beyond it: 429 at once, before any of the file is read."""
+
+    def __init__(self, in_flight: int = 1, per_second: float = 2 << 20, burst: int = 40 << 20):
+        if in_flight < 1 or per_second <= 0 or burst < 1:
+            raise ValueError(f"expected in_flight >= 1, per_second > 0 and burst >= 1 (bytes), "
+                             f"got {in_flight}, {per_second}, {burst}")
+        self.in_flight, self.per_second, self.burst = in_flight, per_second, burst
+        self.buckets: dict[str, tuple[float, float]] = {}
+        self.open: dict[str, int] = {}
+
+    def enter(self, user: str, cost: int) -> None:
+        """Count one read of `cost` bytes by `user` (429 when over the limit); leave(user) when done."""
+        if self.open.get(user, 0) >= self.in_flight:
+            raise web.HTTPError(429, f"{user}: your ledger is already being read (one read at a time)")
+        now = time.monotonic()
+        level, then = self.buckets.get(user, (float(self.burst), now))
+        level = min(self.burst, level + (now - then) * self.per_second)
+        cost = min(max(cost, 1), self.burst)       # a ledger larger than the bucket can still be read, now and then
+        if level < cost:
+            self.buckets[user] = (level, now)
+            raise web.HTTPError(429, f"{user}: you read your ledger more than {self.per_second / 2**20:g} MiB a "
+                                "second (wait a moment)")
+        self.buckets[user] = (level - cost, now)
+        self.open[user] = self.open.get(user, 0) + 1
+
+    def leave(self, user: str) -> None:
+        left = self.open.get(user, 1) - 1
+        if left > 0:
+            self.open[user] = left
+        else:
+            self.open.pop(user, None)

@@ -322,12 +322,29 @@ show_config() {
     for v in "${VARS[@]}"; do printf '%s=%s\n' "$v" "${!v}"; done
 }
 
+# The checkout this script runs from holds the solutions and, once pip has built it, a build/
+# copy of the full solvers: students are users of this machine. Cloned with the usual umask
+# (022) it is readable by all of them, so it is made private to its owner (and group) here.
+checkout_open_to_others() {   # prints the checkout's mode when others may enter it
+    local mode
+    mode="$(stat -c %a "$SRC")"
+    (( 8#$mode & 8#005 )) && echo "$mode"
+    return 0
+}
+OPEN_MODE="$(checkout_open_to_others)"
+
 if [[ "$ACTION" == show ]]; then
     show_config
     for c in "${CHANGED[@]}"; do echo "# would change $c"; done
+    [[ -n "$OPEN_MODE" ]] && echo "# would make the checkout $SRC private (mode $OPEN_MODE: other users can read the solutions; chmod o-rwx)"
     exit 0
 fi
 [[ $(id -u) -eq 0 ]] || die "run me as root (sudo): I create users, groups and system directories"
+if [[ -n "$OPEN_MODE" && "$ACTION" != uninstall ]]; then
+    chmod o-rwx "$SRC"
+    say "made the checkout $SRC private: it was mode $OPEN_MODE, and other users (the students) could read its" \
+        "solutions and solvers; now $(stat -c %a "$SRC")"
+fi
 
 # ---- what this install owns outside its own folders: one PATH file, one systemd unit -----------------
 owner_of() {   # owner_of FILE: the configuration folder whose install wrote FILE ("" if none)
