@@ -7,7 +7,7 @@ cluster can.
 * The chart's own hub configuration (its jupyterhub_config.py and z2jh.py of 4.4.0, vendored in
   tests/z2jh_chart/ too) turns the values into KubeSpawner settings, and KubeSpawner renders the
   student and instructor pods with the values' pre-spawn hook. The pods validate strictly against
-  Kubernetes 1.32's API schema (kubernetes-validate), share no writable volume between users,
+  Kubernetes 1.31's and 1.32's API schemas (kubernetes-validate), share no writable volume between users,
   keep the variant secret from students and run nothing privileged.
 * The course service's manifests (course-service.yaml) validate, and its NetworkPolicy admits
   the hub's and the users' pods only.
@@ -38,7 +38,7 @@ K8S = REPO / "deploy" / "kubernetes"
 CHART = Path(__file__).resolve().parent / "z2jh_chart"
 #: the course's reference copy of the chart's schema and defaults, which tests/z2jh_chart/ holds too
 REFERENCE = Path(os.environ.get("Z2JH_REFERENCE", REPO.parent / "shared" / "reference" / "z2jh-4.4.0"))
-KUBERNETES = "1.32"
+KUBERNETES = ("1.31", "1.32")          # the releases a university's cluster runs next term
 SECRET = "0123456789abcdef" * 4          # a variant secret as `autograder variants --init-secret` writes one
 OVERLAYS = sorted(p.name for p in K8S.glob("values-*.yaml"))
 
@@ -123,7 +123,7 @@ def chart_hub_config(values: dict, monkeypatch):
     from `values` and a stand-in Secret."""
     values = {**values, "Chart": {"Name": "jupyterhub", "Version": "4.4.0"},
               "Release": {"Name": RELEASE, "Namespace": NAMESPACE}}
-    secret = {"hub.config.JupyterHub.cookie_secret": "c" * 64, "hub.config.CryptKeeper.keys": "k" * 64,
+    secret = {"hub.config.JupyterHub.cookie_secret": "c" * 64, "hub.config.CryptKeeper.keys": "0f" * 32,   # 32 bytes in hex, as the chart generates
               **{f"hub.services.{k}.apiToken": "t" * 32 for k in values["hub"].get("services") or {}}}
     spec = importlib.util.spec_from_file_location("z2jh", CHART / "z2jh.py")
     z2jh = importlib.util.module_from_spec(spec)
@@ -154,7 +154,12 @@ def chart_hub_config(values: dict, monkeypatch):
     c = Config()
     ns = {"get_config": lambda: c, "__file__": str(CHART / "jupyterhub_config.py"), "__name__": "jupyterhub_config"}
     exec(compile((CHART / "jupyterhub_config.py").read_text(), "jupyterhub_config.py", "exec"), ns)
+    HUB_NAMESPACES[id(c)] = ns       # what extraConfig defined (an overlay's authenticator class), for the tests
     return c
+
+
+#: id(config) -> the namespace the chart's jupyterhub_config.py (and so hub.extraConfig) ran in
+HUB_NAMESPACES: dict[int, dict] = {}
 
 
 def render_pod(c, name: str, groups: list[str], monkeypatch) -> dict:
@@ -199,7 +204,8 @@ def pods():
 
 
 def validate(manifest: dict) -> None:
-    kubernetes_validate.validate(manifest, KUBERNETES, strict=True)
+    for version in KUBERNETES:
+        kubernetes_validate.validate(manifest, version, strict=True)
 
 
 def test_the_pods_validate_strictly_against_kubernetes(pods):
@@ -495,7 +501,12 @@ def pins(dockerfile: str) -> dict[str, str]:
 
 def test_the_images_pin_every_package_and_jupyterhub_5_5():
     student, instructor = pins("student.Dockerfile"), pins("instructor.Dockerfile")
-    assert student == instructor
+    # the instructors' image: the students' packages, plus the `lms` extra's (export --lms)
+    import tomllib
+
+    lms = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["lms"]
+    lms = {re.match(r"[A-Za-z0-9_.-]+", r).group(0).lower() for r in lms}
+    assert {k: v for k, v in instructor.items() if k not in lms} == student and set(instructor) - set(student) == lms
     assert student["jupyterhub"] == "5.5.*" and student["nbgrader"] == "0.9.6"
     assert all("*" not in v for k, v in student.items() if k != "jupyterhub")
     for f in ("student.Dockerfile", "instructor.Dockerfile"):
@@ -580,3 +591,87 @@ def test_every_overlays_pods_keep_the_guarantees(overlay, monkeypatch):
         assert privileged(pod) == [], who
     assert writable_shared(rendered) == set()
     assert reaches_secret(rendered["ada"], secret, SECRET) == [] == reaches_secret(rendered["grace"], secret, SECRET)
+
+
+# ---- every overlay starts the hub: JupyterHub's own start-up with the chart's configuration -----------------
+def start_hub(c, tmp_path, monkeypatch):
+    """JupyterHub initialised with the chart's configuration `c` as the hub pod would be, up to the
+    point where it would start serving: its database (in memory here), roles, users and groups
+    (load_groups; where JupyterHub refuses the configuration it raises here), services, spawners
+    and the proxy's settings. Nothing is listened on or connected to."""
+    from jupyterhub.app import JupyterHub
+    from jupyterhub.crypto import CryptKeeper
+
+    monkeypatch.chdir(tmp_path)         # the hub's working files (its cookie secret, its pid) go here
+    # the chart's hub Deployment sets it from its Secret (hub.config.ConfigurableHTTPProxy.auth_token)
+    monkeypatch.setenv("CONFIGPROXY_AUTH_TOKEN", "p" * 32)
+    c.JupyterHub.db_url = "sqlite://"   # the chart's sqlite-pvc database, in memory
+    # the hub's singleton, as `jupyterhub` makes it: CryptKeeper (auth_state's keys) reads its config
+    CryptKeeper.clear_instance()
+    app = JupyterHub.instance(config=c)
+    try:
+        asyncio.run(app.initialize([]))
+        return app
+    finally:
+        JupyterHub.clear_instance()
+        CryptKeeper.clear_instance()
+
+
+@pytest.mark.parametrize("overlay", [None, *OVERLAYS])
+def test_every_overlay_starts_the_hub(overlay, tmp_path, monkeypatch):
+    """JupyterHub's start-up refuses some combinations the chart's schema admits (load_groups with
+    an authenticator that manages groups: "Group management has been offloaded to the
+    authenticator"); each overlay's configuration gets through it."""
+    c = chart_hub_config(merged(*([overlay] if overlay else [])), monkeypatch)
+    app = start_hub(c, tmp_path, monkeypatch)
+    from jupyterhub import orm
+
+    roofline = merged()["custom"]["roofline"]
+    groups = {g.name for g in app.db.query(orm.Group)}
+    if not app.authenticator.manage_groups:     # else the authenticator makes them at each login
+        assert {roofline["instructorsGroup"], roofline["studentsGroup"]} <= groups
+    assert "course" in app._service_map and app.spawner_class.__name__ == "KubeSpawner"
+
+
+def test_load_groups_with_manage_groups_is_refused_at_start_up(tmp_path, monkeypatch):
+    """What the LTI overlay used to do: the start-up test catches it."""
+    both = {"hub": {"config": {"Authenticator": {"manage_groups": True}}}}
+    c = chart_hub_config(merged(extra=both), monkeypatch)
+    with pytest.raises(ValueError, match="offloaded to the authenticator"):
+        start_hub(c, tmp_path, monkeypatch)
+
+
+def test_under_lti_the_lms_roles_decide_the_image_and_the_variant_key(tmp_path, monkeypatch):
+    """An LMS launch through the overlay's own authenticator: its instructor gets the instructors'
+    image and settings (the course values' as_instructor), its student their variant key."""
+    from course_lib.questions.variants import KEY_ENV, student_key
+
+    values = merged("values-lti.yaml")
+    c = chart_hub_config(values, monkeypatch)
+    ns = HUB_NAMESPACES[id(c)]
+    monkeypatch.setitem(ns, "RECORD", str(tmp_path / "lti" / "launches.jsonl"))   # the hub's volume
+    auth = ns["CourseLTI13Authenticator"](config=c)
+    lti = "https://purl.imsglobal.org/spec/lti/claim/"
+
+    def launch(sub, role):
+        claims = {"iss": "https://canvas.instructure.com", "sub": sub, "given_name": sub.title(),
+                  lti + "deployment_id": sorted(ns["DEPLOYMENTS"])[0],
+                  lti + "roles": [f"http://purl.imsglobal.org/vocab/lis/v2/membership#{role}"]}
+        return asyncio.run(auth.authenticate(None, claims))
+
+    teacher, student = launch("t-1", "Instructor"), launch("s-1", "Learner")
+    roofline = values["custom"]["roofline"]
+    pod = render_pod(c, teacher["name"], teacher["groups"], monkeypatch)
+    container = pod["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert container["image"] == roofline["instructorImage"]
+    assert container["resources"]["limits"]["cpu"] == float(roofline["instructorResources"]["cpuLimit"])
+    assert env["AUTOGRADER_VARIANT_SECRET"].startswith("/etc/roofline/variant-secret/")
+    assert env["JUPYTER_CONFIG_PATH"] == "/etc/roofline/instructor" and KEY_ENV not in env
+    validate(pod)
+    pod = render_pod(c, student["name"], student["groups"], monkeypatch)
+    env = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0]["env"]}
+    assert pod["spec"]["containers"][0]["image"].startswith(values["singleuser"]["image"]["name"] + ":")
+    assert env[KEY_ENV] == student_key(SECRET.encode(), student["name"]) and "JUPYTER_CONFIG_PATH" not in env
+    assert reaches_secret(pod, roofline["variantSecret"], SECRET) == []
+    validate(pod)
