@@ -675,3 +675,160 @@ def test_under_lti_the_lms_roles_decide_the_image_and_the_variant_key(tmp_path, 
     assert env[KEY_ENV] == student_key(SECRET.encode(), student["name"]) and "JUPYTER_CONFIG_PATH" not in env
     assert reaches_secret(pod, roofline["variantSecret"], SECRET) == []
     validate(pod)
+
+
+# ---- what the images hold: the Dockerfiles' steps simulated on a temporary tree (no Docker here) -----------
+def dockerfile_stages(name: str) -> list[tuple[str, list[tuple[str, str]]]]:
+    """[(stage name, [(instruction, arguments)])] of deploy/kubernetes/`name`, continuation lines
+    joined and comments dropped; an unnamed stage is called by its index."""
+    lines, joined = [], ""
+    for line in (K8S / name).read_text().splitlines():
+        if not joined and line.lstrip().startswith("#"):
+            continue
+        joined += line.rstrip("\\").rstrip() + " " if line.endswith("\\") else line
+        if not line.endswith("\\"):
+            if joined.strip():
+                lines.append(joined.strip())
+            joined = ""
+    stages: list[tuple[str, list]] = []
+    for line in lines:
+        op, _, args = line.partition(" ")
+        if op.upper() == "FROM":
+            m = re.search(r"\s+AS\s+(\S+)$", args, re.I)
+            stages.append((m.group(1) if m else str(len(stages)), []))
+        if stages:
+            stages[-1][1].append((op.upper(), args.strip()))
+    return stages
+
+
+def dockerignore() -> list[tuple[bool, re.Pattern]]:
+    """The root .dockerignore's patterns as (excludes, regex), in order (Docker: the last pattern
+    that matches a path or one of its parent folders decides)."""
+    out = []
+    for line in (REPO / ".dockerignore").read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        negate = line.startswith("!")
+        pattern = line.lstrip("!").strip("/")
+        rx = ""
+        i = 0
+        while i < len(pattern):
+            if pattern.startswith("**/", i):
+                rx, i = rx + "(?:.*/)?", i + 3
+            elif pattern.startswith("**", i):
+                rx, i = rx + ".*", i + 2
+            elif pattern[i] == "*":
+                rx, i = rx + "[^/]*", i + 1
+            elif pattern[i] == "?":
+                rx, i = rx + "[^/]", i + 1
+            else:
+                rx, i = rx + re.escape(pattern[i]), i + 1
+        out.append((not negate, re.compile(rx + r"\Z")))
+    return out
+
+
+def in_context(rel: str) -> bool:
+    """Whether the file `rel` (relative to the checkout's root) reaches the builder."""
+    parts = rel.split("/")
+    excluded = False
+    for excludes, rx in dockerignore():
+        if any(rx.match("/".join(parts[:n])) for n in range(1, len(parts) + 1)):
+            excluded = excludes
+    return not excluded
+
+
+def copy_step(args: str, context: Path, root: Path) -> None:
+    """A COPY from the build context into the simulated file system `root`: only what
+    .dockerignore admits; a folder's contents into the destination, as Docker copies."""
+    *sources, dest = args.split()
+    for src in sources:
+        base = context / src
+        files = [base] if base.is_file() else sorted(p for p in base.rglob("*") if p.is_file())
+        assert files, f"COPY {src}: nothing there"
+        for f in files:
+            rel = f.relative_to(context).as_posix()
+            if not in_context(rel):
+                continue
+            if base.is_file():
+                target = root / dest.lstrip("/") / f.name if dest.endswith("/") else root / dest.lstrip("/")
+            else:
+                target = root / dest.lstrip("/") / f.relative_to(base)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(f.read_bytes())
+
+
+def run_step(args: str, root: Path) -> None:
+    """A RUN of a build stage, on the simulated file system: its absolute paths under `root`,
+    `python` and `pip` this interpreter's."""
+    script = re.sub(r"(?<![\w/.$-])/(?=(src|out|wheel|kit|usr/local)\b)", str(root) + "/", args)
+    script = re.sub(r"(?<![\w/.-])pip(?= )", f"{sys.executable} -m pip", script)
+    script = re.sub(r"(?<![\w/.-])python(?= )", sys.executable, script)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    p = subprocess.run(["bash", "-c", script], env={**env, "COURSE_ID": "roofline", "PIP_NO_INDEX": "1"},
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+
+
+SECRETS_IN_A_CHECKOUT = ["variant-secret", ".autograder/variant-secret", "course_lib/questions/variant-secret",
+                         "course_lib/x.secret", "deploy/kubernetes/values.yaml", "deploy/kubernetes/values-lti.yaml",
+                         "gradebook.db", "autograder/.autograder/key", ".git/config", ".venv/pyvenv.cfg"]
+
+
+def test_no_build_context_holds_a_secret():
+    """Both images build from the checkout's root: .dockerignore admits every file they copy and
+    nothing that can hold a secret (the variant secret, the values with the OAuth client secret);
+    no COPY takes the whole checkout or deploy/ (a file deleted in a later layer stays in its layer)."""
+    for rel in SECRETS_IN_A_CHECKOUT:
+        assert not in_context(rel), rel
+    for name in ("student.Dockerfile", "instructor.Dockerfile"):
+        for stage, steps in dockerfile_stages(name):
+            for op, args in steps:
+                if op in ("COPY", "ADD") and not args.startswith("--from="):
+                    *sources, _ = args.split()
+                    for src in sources:
+                        assert src.strip("/") not in ("", ".", "deploy", "deploy/kubernetes"), f"{name}: COPY {src}"
+                        assert in_context(src.strip("/")), f"{name}: COPY {src} is kept out by .dockerignore"
+    # what the kit used to do is caught
+    assert in_context("deploy/kubernetes/jupyter_settings.py") and not in_context("deploy/kubernetes/README.md")
+
+
+def test_the_student_image_holds_no_answer(tmp_path):
+    """student.Dockerfile's build stage run on a temporary tree (its COPY and RUN steps, this
+    interpreter for its python and pip), then what its final stage takes from it (the wheel):
+    the project's own key check finds no solver, take-away, practice truth or secret, and the
+    final stage copies nothing from the build context itself."""
+    from autograder.authoring.student_build import key_problems
+
+    stages = dockerfile_stages("student.Dockerfile")
+    final_name, final = stages[-1]
+    root = tmp_path / "build"
+    for op, args in final:
+        if op in ("COPY", "ADD"):
+            assert args.startswith("--from="), f"the image's own stage copies {args} from the build context"
+    sources = {m.group(1) for op, args in final if op == "COPY" for m in [re.match(r"--from=(\S+)", args)]}
+    built = {name for name, _ in stages}
+    assert sources <= built and final_name not in sources
+    for name in sources:
+        for op, args in dict(stages)[name]:
+            if op == "COPY":
+                copy_step(args, REPO, root)
+            elif op == "RUN":
+                run_step(args, root)
+    wheels = []
+    for op, args in final:
+        if op == "COPY":
+            src = args.split()[1]
+            found = root / src.lstrip("/")
+            wheels += sorted(found.rglob("*.whl")) if found.is_dir() else []
+    assert len(wheels) == 1, wheels
+    import zipfile
+
+    installed = tmp_path / "site-packages"
+    zipfile.ZipFile(wheels[0]).extractall(installed)
+    assert (installed / "course_lib").is_dir() and (installed / "course_hub" / "nbexchange").is_dir()
+    assert not (installed / "autograder").exists()
+    assert key_problems(installed / "course_lib", practice=False) == []
+    # and the check finds what the public student repository's copy holds (practice truths)
+    (installed / "course_lib" / "questions" / "practice.json").write_text("{}")
+    assert key_problems(installed / "course_lib", practice=False)
