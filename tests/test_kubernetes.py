@@ -99,8 +99,8 @@ def test_a_misspelled_key_or_wrong_type_fails_the_schema(typo):
 
 
 def test_the_values_pin_the_chart_and_images():
-    """The chart's version in every command; fixed image tags (not `latest`), the instructors'
-    image pre-pulled with the tag the hook gives instructors."""
+    """The chart's version in every command; fixed image tags (not `latest`), the same for both
+    images."""
     text = (K8S / "values.yaml").read_text() + (K8S / "README.md").read_text()
     installs = re.findall(r"helm upgrade --install .*?(?=\n\S|\n\n)", text, re.S)
     assert installs and all("--version 4.4.0" in cmd for cmd in installs), installs
@@ -108,8 +108,7 @@ def test_the_values_pin_the_chart_and_images():
     tag = values["singleuser"]["image"]["tag"]
     assert tag and tag != "latest"
     name, _, itag = values["custom"]["roofline"]["instructorImage"].rpartition(":")
-    pulled = values["prePuller"]["extraImages"]["roofline-instructor"]
-    assert (pulled["name"], pulled["tag"]) == (name, itag) and itag != "latest"
+    assert itag == tag, "the instructors' image has the students' tag (one release of the course)"
 
 
 # ---- the chart's hub configuration, KubeSpawner's pods --------------------------------------------------
@@ -345,21 +344,92 @@ def test_no_pod_runs_privileged(pods, monkeypatch):
     assert any("block-cloud-metadata: privileged" in f for f in privileged(pod))
 
 
-def test_instructors_get_their_image_resources_and_the_sandboxs_settings(pods):
-    """Grading in the instructor's pod: bubblewrap needs user namespaces, mount and a fresh /proc
-    (README.md, "Grading"); students' pods keep the runtime's defaults."""
+def restricted(pod_or_template: dict) -> list[str]:
+    """What keeps a pod out of Pod Security's "restricted" level (the baseline and restricted
+    rules of Kubernetes 1.31/1.32's Pod Security Standards that a pod spec can break)."""
+    spec, found = pod_or_template["spec"], []
+    psc = spec.get("securityContext") or {}
+    for flag in ("hostNetwork", "hostPID", "hostIPC"):
+        if spec.get(flag):
+            found.append(flag)
+    allowed = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim", "projected", "secret"}
+    for v in spec.get("volumes") or []:
+        kinds = set(v) - {"name"}
+        if not kinds <= allowed:
+            found.append(f"volume {v['name']}: {sorted(kinds - allowed)}")
+    if (psc.get("seccompProfile") or {}).get("type") == "Unconfined":
+        found.append("pod: seccomp Unconfined")
+    if (psc.get("appArmorProfile") or {}).get("type") == "Unconfined":
+        found.append("pod: AppArmor Unconfined")
+    for c in spec.get("containers", []) + spec.get("initContainers", []):
+        sc, name = c.get("securityContext") or {}, c["name"]
+        if sc.get("privileged"):
+            found.append(f"{name}: privileged")
+        if sc.get("allowPrivilegeEscalation") is not False:
+            found.append(f"{name}: allowPrivilegeEscalation not false")
+        if not (sc.get("runAsNonRoot", psc.get("runAsNonRoot")) is True):
+            found.append(f"{name}: runAsNonRoot not true")
+        if sc.get("runAsUser", psc.get("runAsUser")) == 0:
+            found.append(f"{name}: runAsUser 0")
+        seccomp = (sc.get("seccompProfile") or psc.get("seccompProfile") or {}).get("type")
+        if seccomp not in ("RuntimeDefault", "Localhost"):
+            found.append(f"{name}: seccomp {seccomp}")
+        if (sc.get("appArmorProfile") or {}).get("type") == "Unconfined":
+            found.append(f"{name}: AppArmor Unconfined")
+        if sc.get("procMount", "Default") != "Default":
+            found.append(f"{name}: procMount {sc['procMount']}")
+        caps = sc.get("capabilities") or {}
+        if "ALL" not in (caps.get("drop") or []):
+            found.append(f"{name}: capabilities not dropped")
+        if set(caps.get("add") or []) - {"NET_BIND_SERVICE"}:
+            found.append(f"{name}: adds capabilities {caps['add']}")
+        if c.get("ports") and any(port.get("hostPort") for port in c["ports"]):
+            found.append(f"{name}: hostPort")
+    return found
+
+
+def test_students_and_instructors_pods_meet_pod_security_restricted(pods):
+    """Students' pods (and instructors', unless grading runs in them: gradeInPod) are admitted by
+    a namespace labelled pod-security.kubernetes.io/enforce=restricted; so is the course service."""
+    for who in ("ada", "grace", "alice"):
+        assert restricted(pods[who]) == [], who
+    assert restricted(service_docs()["Deployment"]["spec"]["template"]) == []
+    # what the kit used to give students (the runtime's defaults: no seccomp, no runAsNonRoot) is caught
+    default = copy.deepcopy(pods["ada"])
+    for key in ("seccompProfile", "runAsNonRoot"):
+        default["spec"]["securityContext"].pop(key)
+    default["spec"]["containers"][0]["securityContext"] = {"runAsUser": 1000, "allowPrivilegeEscalation": False}
+    assert {"notebook: runAsNonRoot not true", "notebook: seccomp None", "notebook: capabilities not dropped"} \
+        <= set(restricted(default))
+
+
+def test_instructors_get_their_image_resources_and_pull_secret(pods):
     roofline = load("values.yaml")["custom"]["roofline"]
     alice, ada = pods["alice"]["spec"], pods["ada"]["spec"]
     assert alice["containers"][0]["image"] == roofline["instructorImage"]
     assert ada["containers"][0]["image"].startswith(load("values.yaml")["singleuser"]["image"]["name"] + ":")
-    sc = alice["containers"][0]["securityContext"]
-    assert sc["seccompProfile"] == {"type": "Unconfined"} and sc["appArmorProfile"] == {"type": "Unconfined"}
-    assert sc["procMount"] == "Unmasked" and alice["hostUsers"] is False and sc["capabilities"] == {"drop": ["ALL"]}
-    assert "seccompProfile" not in ada["containers"][0]["securityContext"] and "hostUsers" not in ada
+    # the answer key's image: its pull secret in instructors' pods only, and no puller on any node
+    assert {"name": roofline["instructorImagePullSecret"]} in alice.get("imagePullSecrets", [])
+    assert roofline["instructorImagePullSecret"] not in json.dumps(ada)
+    pulled = merged()["prePuller"]["extraImages"]
+    assert roofline["instructorImage"].rpartition(":")[0] not in json.dumps(pulled)
     for spec in (ada, alice):       # every user's server has guarantees and limits
         res = spec["containers"][0]["resources"]
         assert set(res["requests"]) >= {"cpu", "memory"} and set(res["limits"]) >= {"cpu", "memory"}
     assert alice["containers"][0]["resources"]["limits"]["cpu"] == float(roofline["instructorResources"]["cpuLimit"])
+
+
+def test_grading_in_the_instructors_pod_gets_the_sandboxs_settings(monkeypatch):
+    """custom.roofline.gradeInPod: bubblewrap in the instructor's pod needs user namespaces, mount
+    and a fresh /proc (README.md, "Grading"): those settings, in instructors' pods alone."""
+    c = chart_hub_config(merged(extra={"custom": {"roofline": {"gradeInPod": True}}}), monkeypatch)
+    alice = render_pod(c, "alice", ["instructors"], monkeypatch)
+    ada = render_pod(c, "ada", ["students"], monkeypatch)
+    sc = alice["spec"]["containers"][0]["securityContext"]
+    assert sc["seccompProfile"] == {"type": "Unconfined"} and sc["appArmorProfile"] == {"type": "Unconfined"}
+    assert sc["procMount"] == "Unmasked" and alice["spec"]["hostUsers"] is False and sc["capabilities"] == {"drop": ["ALL"]}
+    assert privileged(alice) == [] and restricted(alice) != [] and restricted(ada) == []
+    validate(alice)
 
 
 def test_a_user_in_neither_group_gets_no_server(pods, monkeypatch):
@@ -832,3 +902,18 @@ def test_the_student_image_holds_no_answer(tmp_path):
     # and the check finds what the public student repository's copy holds (practice truths)
     (installed / "course_lib" / "questions" / "practice.json").write_text("{}")
     assert key_problems(installed / "course_lib", practice=False)
+
+
+def test_the_culler_stops_students_servers_only_and_homes_outlive_users(tmp_path, monkeypatch):
+    """Day 2: the idle culler's scopes (as the hub resolves them) reach the students' group only,
+    so a quiet instructor's grading is never stopped; a deleted user's home volume stays."""
+    from jupyterhub import orm, scopes
+
+    c = chart_hub_config(merged(), monkeypatch)
+    assert c.KubeSpawner.delete_pvc is False
+    app = start_hub(c, tmp_path, monkeypatch)
+    culler = app.db.query(orm.Service).filter_by(name="jupyterhub-idle-culler").one()
+    granted = scopes.get_scopes_for(culler)
+    students = merged()["custom"]["roofline"]["studentsGroup"]
+    assert any(s.startswith("delete:servers") for s in granted)
+    assert all(s.endswith(f"!group={students}") for s in granted if ":servers" in s or ":users" in s), granted
