@@ -917,3 +917,73 @@ def test_the_culler_stops_students_servers_only_and_homes_outlive_users(tmp_path
     students = merged()["custom"]["roofline"]["studentsGroup"]
     assert any(s.startswith("delete:servers") for s in granted)
     assert all(s.endswith(f"!group={students}") for s in granted if ":servers" in s or ":users" in s), granted
+
+
+# ---- grading a class on Kubernetes: the shards' Indexed Job and the merge (grading.yaml) -------------------
+def grading_docs() -> dict[tuple[str, str], dict]:
+    return {(d["kind"], d["metadata"]["name"]): d
+            for d in yaml.safe_load_all((K8S / "grading.yaml").read_text()) if d}
+
+
+def expand(command: list[str], env: dict[str, str]) -> list[str]:
+    """The container's command as the kubelet runs it: $(VAR) replaced from its env."""
+    return [re.sub(r"\$\((\w+)\)", lambda m: env.get(m.group(1), m.group(0)), part) for part in command]
+
+
+def test_the_grading_job_grades_n_shards_and_merges_them_on_one_named_volume():
+    """Every manifest validates; the Indexed Job's pod i runs `grade A --shard i/N` (as the
+    autograder's own parser reads it) with N its completions, and the merge Job merges the same
+    assignment; both mount the one ReadWriteMany claim at the course folder they run in."""
+    from autograder.cli import parser
+
+    docs = grading_docs()
+    for doc in docs.values():
+        validate(doc)
+    job, merge = docs[("Job", "roofline-grade")], docs[("Job", "roofline-merge")]
+    claim = docs[("PersistentVolumeClaim", "roofline-grading-course")]
+    assert job["spec"]["completionMode"] == "Indexed"
+    n = job["spec"]["completions"]
+    assert n >= 2 and job["spec"]["parallelism"] == n
+    grade = job["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e["value"] for e in grade["env"] if "value" in e}
+    shards = set()
+    for i in range(n):
+        argv = expand(grade["command"], {**env, "JOB_COMPLETION_INDEX": str(i)})
+        assert argv[:3] == ["python", "-m", "autograder"]
+        args = parser().parse_args(argv[3:])
+        assert args.command == "grade" and not args.submissions and not args.no_sandbox
+        shards.add(args.shard)
+        assignment = args.assignment
+    assert shards == {f"{i}/{n}" for i in range(n)}
+    container = merge["spec"]["template"]["spec"]["containers"][0]
+    margs = parser().parse_args(expand(container["command"], {e["name"]: e["value"] for e in container["env"]})[3:])
+    assert margs.command == "merge" and margs.assignment == assignment
+    assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
+    for c, pod in ((grade, job), (container, merge)):
+        spec = pod["spec"]["template"]["spec"]
+        volumes = {v["name"]: v for v in spec["volumes"]}
+        mount = next(m for m in c["volumeMounts"] if "persistentVolumeClaim" in volumes[m["name"]])
+        assert volumes[mount["name"]]["persistentVolumeClaim"]["claimName"] == claim["metadata"]["name"]
+        assert c["workingDir"].startswith(mount["mountPath"] + "/") and not mount.get("readOnly")
+        assert spec["automountServiceAccountToken"] is False and pod["metadata"]["namespace"] == "roofline-grading"
+
+
+def test_only_the_grading_pods_get_the_sandboxs_privileges():
+    """The shards' pods carry bubblewrap's settings (the hook's gradeInPod ones) and nothing more
+    (no privileged container, no capability); the merge runs no student code and is "restricted";
+    the namespace that admits the shards is their own, never the students'."""
+    docs = grading_docs()
+    job, merge = docs[("Job", "roofline-grade")], docs[("Job", "roofline-merge")]
+    template = job["spec"]["template"]
+    assert privileged(template) == []
+    assert sorted(restricted(template)) == ["grade: AppArmor Unconfined", "grade: procMount Unmasked",
+                                            "grade: seccomp Unconfined"]
+    assert template["spec"]["hostUsers"] is False and template["spec"]["nodeSelector"]
+    assert restricted(merge["spec"]["template"]) == []
+    ns = docs[("Namespace", "roofline-grading")]
+    assert ns["metadata"]["name"] != NAMESPACE
+    assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
+    # the instructors' image's pull secret, the same as the hook's
+    secret = load("values.yaml")["custom"]["roofline"]["instructorImagePullSecret"]
+    for pod in (job, merge):
+        assert pod["spec"]["template"]["spec"]["imagePullSecrets"] == [{"name": secret}]
