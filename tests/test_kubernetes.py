@@ -107,8 +107,10 @@ def test_the_values_pin_the_chart_and_images():
     values = load("values.yaml")
     tag = values["singleuser"]["image"]["tag"]
     assert tag and tag != "latest"
-    name, _, itag = values["custom"]["roofline"]["instructorImage"].rpartition(":")
-    assert itag == tag, "the instructors' image has the students' tag (one release of the course)"
+    # one place for the tag: the instructors' image names none, the manifests carry image_tag.py's mark
+    assert ":" not in values["custom"]["roofline"]["instructorImage"].rpartition("/")[2]
+    literal = {f.name for f in K8S.iterdir() if f.is_file() and f.name != "values.yaml" and tag in f.read_text()}
+    assert literal <= {"README.md"}, f"the image tag written out in {sorted(literal)}"
 
 
 # ---- the chart's hub configuration, KubeSpawner's pods --------------------------------------------------
@@ -406,13 +408,13 @@ def test_students_and_instructors_pods_meet_pod_security_restricted(pods):
 def test_instructors_get_their_image_resources_and_pull_secret(pods):
     roofline = load("values.yaml")["custom"]["roofline"]
     alice, ada = pods["alice"]["spec"], pods["ada"]["spec"]
-    assert alice["containers"][0]["image"] == roofline["instructorImage"]
+    assert alice["containers"][0]["image"] == roofline["instructorImage"] + ":" + load("values.yaml")["singleuser"]["image"]["tag"]
     assert ada["containers"][0]["image"].startswith(load("values.yaml")["singleuser"]["image"]["name"] + ":")
     # the answer key's image: its pull secret in instructors' pods only, and no puller on any node
     assert {"name": roofline["instructorImagePullSecret"]} in alice.get("imagePullSecrets", [])
     assert roofline["instructorImagePullSecret"] not in json.dumps(ada)
     pulled = merged()["prePuller"]["extraImages"]
-    assert roofline["instructorImage"].rpartition(":")[0] not in json.dumps(pulled)
+    assert roofline["instructorImage"] not in json.dumps(pulled)
     for spec in (ada, alice):       # every user's server has guarantees and limits
         res = spec["containers"][0]["resources"]
         assert set(res["requests"]) >= {"cpu", "memory"} and set(res["limits"]) >= {"cpu", "memory"}
@@ -734,7 +736,7 @@ def test_under_lti_the_lms_roles_decide_the_image_and_the_variant_key(tmp_path, 
     pod = render_pod(c, teacher["name"], teacher["groups"], monkeypatch)
     container = pod["spec"]["containers"][0]
     env = {e["name"]: e.get("value") for e in container["env"]}
-    assert container["image"] == roofline["instructorImage"]
+    assert container["image"] == f'{roofline["instructorImage"]}:{values["singleuser"]["image"]["tag"]}'
     assert container["resources"]["limits"]["cpu"] == float(roofline["instructorResources"]["cpuLimit"])
     assert env["AUTOGRADER_VARIANT_SECRET"].startswith("/etc/roofline/variant-secret/")
     assert env["JUPYTER_CONFIG_PATH"] == "/etc/roofline/instructor" and KEY_ENV not in env
@@ -987,3 +989,20 @@ def test_only_the_grading_pods_get_the_sandboxs_privileges():
     secret = load("values.yaml")["custom"]["roofline"]["instructorImagePullSecret"]
     for pod in (job, merge):
         assert pod["spec"]["template"]["spec"]["imagePullSecrets"] == [{"name": secret}]
+
+
+def test_the_image_tag_has_one_place(tmp_path):
+    """image_tag.py prints values.yaml's tag and writes it into the manifests' images: a new tag
+    in values.yaml reaches the hook's instructors, the course service and the grading Jobs."""
+    spec = importlib.util.spec_from_file_location("image_tag", K8S / "image_tag.py")
+    image_tag = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(image_tag)
+    tag = load("values.yaml")["singleuser"]["image"]["tag"]
+    assert image_tag.tag() == tag
+    other = tmp_path / "values.yaml"
+    other.write_text((K8S / "values.yaml").read_text().replace(f'tag: "{tag}"', 'tag: "2031.2.7"'))
+    assert image_tag.tag(other) == "2031.2.7"
+    for name in ("course-service.yaml", "grading.yaml"):
+        docs = [d for d in yaml.safe_load_all(image_tag.render((K8S / name).read_text(), "2031.2.7")) if d]
+        images = re.findall(r"'image': '([^']+)'", str(docs))
+        assert images and all(i.endswith(":2031.2.7") for i in images), (name, images)
