@@ -460,10 +460,13 @@ def service_docs() -> dict[str, dict]:
 
 def test_the_course_services_manifests_validate():
     docs = service_docs()
-    assert set(docs) == {"PersistentVolumeClaim", "Deployment", "Service", "NetworkPolicy"}
+    assert set(docs) == {"StorageClass", "PersistentVolumeClaim", "Deployment", "Service", "NetworkPolicy"}
     for doc in docs.values():
         validate(doc)
     assert docs["PersistentVolumeClaim"]["spec"]["accessModes"] == ["ReadWriteOnce"]
+    # day 2: deleting the claim (or the namespace) keeps the store's volume
+    assert docs["PersistentVolumeClaim"]["spec"]["storageClassName"] == docs["StorageClass"]["metadata"]["name"]
+    assert docs["StorageClass"]["reclaimPolicy"] == "Retain"
 
 
 def selects(selector: dict, labels: dict) -> bool:
