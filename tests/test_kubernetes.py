@@ -1009,3 +1009,25 @@ def test_the_image_tag_has_one_place(tmp_path):
         docs = [d for d in yaml.safe_load_all(image_tag.render((K8S / name).read_text(), "2031.2.7")) if d]
         images = re.findall(r"'image': '([^']+)'", str(docs))
         assert images and all(i.endswith(":2031.2.7") for i in images), (name, images)
+
+
+def test_the_grading_jobs_wait_to_be_started():
+    """The Jobs are created suspended: the shards would otherwise start before the course is in
+    their volume, and the merge before the shards finished."""
+    docs = grading_docs()
+    assert docs[("Job", "roofline-grade")]["spec"]["suspend"] is True
+    assert docs[("Job", "roofline-merge")]["spec"]["suspend"] is True
+
+
+def test_the_readmes_agree_on_grading_in_shards():
+    """autograder/README.md points at the kit's Indexed Job, which exists and runs the command it
+    quotes; the kit's README describes it and no longer says there is none."""
+    autograder = (REPO / "autograder" / "README.md").read_text()
+    kit = (K8S / "README.md").read_text()
+    assert "deploy/kubernetes/grading.yaml" in autograder and (K8S / "grading.yaml").exists()
+    quoted = re.search(r"`(python -m autograder grade A --shard \$\(JOB_COMPLETION_INDEX\)/N)`", autograder).group(1)
+    assert quoted in kit
+    job = grading_docs()[("Job", "roofline-grade")]
+    command = " ".join(job["spec"]["template"]["spec"]["containers"][0]["command"])
+    assert command.startswith("python -m autograder grade $(ASSIGNMENT) --shard $(JOB_COMPLETION_INDEX)/$(SHARDS)")
+    assert "not part of this kit" not in kit and "Indexed Job" in kit
