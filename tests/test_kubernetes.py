@@ -1031,3 +1031,24 @@ def test_the_readmes_agree_on_grading_in_shards():
     command = " ".join(job["spec"]["template"]["spec"]["containers"][0]["command"])
     assert command.startswith("python -m autograder grade $(ASSIGNMENT) --shard $(JOB_COMPLETION_INDEX)/$(SHARDS)")
     assert "not part of this kit" not in kit and "Indexed Job" in kit
+
+
+@pytest.mark.parametrize("overlay", [None, *OVERLAYS])
+def test_any_login_name_becomes_a_name_the_course_service_accepts(overlay, monkeypatch):
+    """The hub's authenticator (the values' own, or an overlay's) gives every login a name the
+    course service admits (course_hub.names.UNIX_USER), the same at every login, different for
+    different people; a name already in that grammar is kept."""
+    from jupyterhub.app import JupyterHub
+
+    from course_hub.names import UNIX_USER
+
+    c = chart_hub_config(merged(*([overlay] if overlay else [])), monkeypatch)
+    cls = JupyterHub(config=c).authenticator_class
+    JupyterHub.clear_instance()
+    auth = cls(config=c)
+    logins = ["Ada.Lovelace@uni.example.edu", "ada.lovelace@other.example.edu", "Grace Hopper", "1234567",
+              "ünïcødé", "x" * 80, "ada"]
+    names = [auth.normalize_username(n) for n in logins]
+    assert all(UNIX_USER.fullmatch(n) for n in names), names
+    assert len(set(names)) == len(names) and names[-1] == "ada"
+    assert names == [auth.normalize_username(n) for n in logins]
