@@ -58,6 +58,12 @@ SLOW_FILES = {
 SLOW_TESTS = {
     # one student reads a full ledger from 40 threads for 4 s while another commits
     "test_service_limits.py": {"test_a_student_reading_a_full_ledger_from_many_threads_leaves_another_s_commit_alone"},
+    # the hub's start-up (JupyterHub.initialize) for every overlay, an LTI launch, and the students'
+    # image's build stage (student_build, a wheel) simulated on a temporary tree
+    "test_kubernetes.py": {"test_every_overlay_starts_the_hub[*", "test_load_groups_with_manage_groups_is_refused_at_start_up",
+                           "test_under_lti_the_lms_roles_decide_the_image_and_the_variant_key",
+                           "test_the_student_image_holds_no_answer",
+                           "test_the_culler_stops_students_servers_only_and_homes_outlive_users"},
     # loads the course's nbgrader_config.py, which imports nbgrader and the autograder's exporters
     "test_hub_kit_options.py": {"test_the_course_id_comes_from_the_course_folder"},
     "test_notebooks.py": {"test_notebook_executes_cleanly"},

@@ -42,7 +42,7 @@ AREAS: dict[str, tuple[str, list[str]]] = {
         "test_ledger.py", "test_service_exchange.py", "test_service_hub_group.py", "test_service_limits.py",
         "test_exchange_owners.py", "test_hub.py", "test_hub_installs.py", "test_hub_kit_options.py",
         "test_hub_lti.py", "test_hub_lti_launch.py", "test_hub_spawners.py", "test_kubernetes.py",
-        "test_deploy.py", "test_formgrader_config.py", "test_formgrader_guard.py"]),
+        "test_deploy.py", "test_formgrader_config.py", "test_formgrader_guard.py", "test_readme_files.py"]),
     "browser": ("JupyterLab, the Formgrader and the pages in chromium, axe-core", [
         "test_browser.py", "test_browser_predictions.py", "test_browser_unmodified.py",
         "test_formgrader_browser.py", "test_accessibility.py", "test_labextension.py"]),

@@ -5,11 +5,14 @@
 # instructor tools, bubblewrap for grading in the pod, and the hub's Jupyter settings. Build from the
 # course checkout's root (the instructors' private repository):
 #
-#   docker build -f deploy/kubernetes/instructor.Dockerfile \
-#       -t registry.example.edu/roofline-instructor:2026.1.0 .
+#   TAG=$(python deploy/kubernetes/image_tag.py)
+#   docker build -f deploy/kubernetes/instructor.Dockerfile -t registry.example.edu/roofline-instructor:$TAG .
 #
-# Pins as student.Dockerfile's (tests/test_kubernetes.py checks they agree). Never push this image
-# where students can pull it: it holds the answer key.
+# Pins as student.Dockerfile's (tests/test_kubernetes.py checks they agree), plus the `lms` extra's
+# (pylti1p3: `python -m autograder export --lms` posts grades to the LMS). Never push this image
+# where students can pull it: it holds the answer key. Only the files named below are copied, and
+# ../../.dockerignore keeps everything else (values files with the OAuth client secret, the
+# variant secret) out of the build context.
 FROM python:3.11.13-slim-bookworm
 
 ARG COURSE_ID=roofline
@@ -36,18 +39,22 @@ RUN pip install \
         "latex2mathml==3.81.1" \
         "nh3==0.3.8" \
         "setuptools==84.2.1" \
-        "wheel==0.48.0"
+        "wheel==0.48.0" \
+        "pylti1p3==2.0.0" \
+        "jupyterhub-ltiauthenticator==1.6.3"
 
 COPY pyproject.toml README.md /tmp/course/
 COPY course_lib /tmp/course/course_lib
 COPY autograder /tmp/course/autograder
 COPY course_hub /tmp/course/course_hub
-COPY deploy /tmp/kit
+COPY deploy/kubernetes/jupyter_settings.py /tmp/kit/kubernetes/jupyter_settings.py
+COPY deploy/jupyterhub/nbgrader_config.student.py deploy/jupyterhub/nbgrader_config.instructor.py /tmp/kit/jupyterhub/
+COPY deploy/student-jupyter /tmp/kit/student-jupyter
 RUN set -eu; pip install --no-deps --no-build-isolation /tmp/course; \
     python /tmp/kit/kubernetes/jupyter_settings.py --kit /tmp/kit --prefix "$(python -c 'import sys; print(sys.prefix)')" \
         --course-id "${COURSE_ID}" --instructor-dir /etc/roofline/instructor \
         --course-dir "/home/jovyan/${COURSE_FOLDER}"; \
-    python -c "import course_lib, autograder, course_hub.service, nbgrader, jupyterhub; assert jupyterhub.__version__.startswith('5.5.')"; \
+    python -c "import course_lib, autograder, autograder.lms.ags, course_hub.service, nbgrader, jupyterhub; assert jupyterhub.__version__.startswith('5.5.')"; \
     rm -rf /tmp/course /tmp/kit
 
 USER 1000
