@@ -20,6 +20,7 @@ AREAS: dict[str, tuple[str, list[str]]] = {
         "test_solve.py", "test_serve.py", "test_cnn.py", "test_topology.py", "test_units_and_errors.py",
         "test_hardware_and_models.py", "test_hardware_specs.py", "test_measurements_bound.py",
         "test_fidelity.py", "test_step_truth.py", "test_scaling_by_hand.py", "test_latency_range.py",
+        "test_training.py", "test_training_by_hand.py",
         "test_printed_results.py",
         "test_measure.py", "test_module_boundaries.py"]),
     "questions": ("declared questions, their checks, variants and the prediction record", [

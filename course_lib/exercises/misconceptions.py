@@ -150,6 +150,23 @@ MISCONCEPTIONS: dict[str, Misconception] = {
         "charging a ring's 2(N-1)/N traffic where the switch sums the data itself",
         "With NVLink SHARP each GPU sends its buffer once and receives the sum once: bytes / BW, "
         "not 2(N-1)/N of it; a ring pays the larger factor."),
+    # training
+    "forward-only": Misconception(
+        "counting only the forward pass of a training step",
+        "A training step also runs the backward pass, which computes two products as large as the "
+        "forward's (the activations' gradients and the weights'): add them."),
+    "backward-as-forward": Misconception(
+        "giving the backward pass the forward's work",
+        "The backward pass computes the gradient with respect to the activations and, separately, "
+        "with respect to the weights: two products as large as the forward's, not one."),
+    "no-optimizer-state": Misconception(
+        "counting the weights (and gradients) but not the optimizer's state",
+        "Mixed-precision Adam also keeps an fp32 master copy of the weights and two fp32 moments: "
+        "add up every byte it holds per parameter."),
+    "no-gradient-allreduce": Misconception(
+        "scaling data parallelism perfectly, as if the gradients' AllReduce were free",
+        "Every step ends with an AllReduce of all the gradients (latency + bytes / link bandwidth) "
+        "that does not shrink as GPUs are added: add it to each GPU's step."),
     "w8a8-attention": Misconception(
         "running attention's matmuls in int8 under W8A8",
         "W8A8 as TensorRT-LLM runs it (SmoothQuant) quantizes the weight matmuls; attention's matmuls "
