@@ -59,20 +59,24 @@ def cmd_release(args) -> int:
     course = _course(args)
     names = _assignment_names(course, args.assignment, args.all)
     due = _due(args) if args.due else None
+    from autograder.grading.deadlines import due_date, set_due
+
     for p in generate(dest=course.release, only=names, source=course.source):
         print(f"released {p}")
-    if args.exchange is not None or os.environ.get("AUTOGRADER_EXCHANGE"):
-        explicit = None if args.exchange in (None, CONFIGURED) else args.exchange
-        exchange = exchange_of(explicit, course.root, must_exist=explicit is None)
-        for p in release_to_exchange(names, exchange, release=course.release, source=course.source,
-                                     course_id=course.course_id):
-            print(f"in the exchange: {p}")
     if due is not None:
-        from autograder.grading.deadlines import set_due
-
         for n in names:
             set_due(course, n, due)
             print(f"{n} is due {due.isoformat()} (in the gradebook: the Formgrader shows it)")
+    if args.exchange is not None or os.environ.get("AUTOGRADER_EXCHANGE"):
+        explicit = None if args.exchange in (None, CONFIGURED) else args.exchange
+        exchange = exchange_of(explicit, course.root, must_exist=explicit is None)
+        dues = {n: due_date(course, n) for n in names}       # this --due, or one recorded before
+        for p in release_to_exchange(names, exchange, release=course.release, source=course.source,
+                                     course_id=course.course_id, dues={n: d for n, d in dues.items() if d}):
+            print(f"in the exchange: {p}")
+        for n, d in dues.items():
+            if d:
+                print(f"{n}: its released notebooks open with its due date, {d.isoformat()}")
     return 0
 
 

@@ -369,6 +369,24 @@ def test_release_writes_notebooks_and_the_exchange(course, tmp_path):
     assert main(args) == 0      # again: replaces the released copies
 
 
+def test_a_released_notebook_tells_students_its_due_date(course, tmp_path):
+    """Issue 47: nbgrader's Assignment List shows no due date; the exchange's copy opens with it
+    (a new ungraded cell, once however often it is released), and the committed release has none."""
+    from autograder.authoring.release import DUE_CELL
+
+    out, ex, root = tmp_path / "release", tmp_path / "exchange", tmp_path / "course"
+    args = ["release", "t2", "--source", str(course.source), "--release-dir", str(out), "--exchange", str(ex),
+            "--root", str(root)]
+    assert main(args + ["--due", "2027-02-01T23:59+01:00"]) == 0
+    assert main(args) == 0      # released again without --due: the gradebook's due date stands
+    for nb in ("first", "second"):
+        book = nbformat.read(str(ex / "roofline" / "outbound" / "t2" / f"{nb}.ipynb"), as_version=4)
+        dues = [c for c in book.cells if c.get("id") == DUE_CELL]
+        assert len(dues) == 1 and book.cells[0] is dues[0]
+        assert "Due Monday 01 February 2027, 22:59 UTC" in dues[0].source
+        assert DUE_CELL not in json.dumps(nbformat.read(str(out / "t2" / f"{nb}.ipynb"), as_version=4))
+
+
 def test_unknown_assignment_is_a_clear_error(course):
     with pytest.raises(SystemExit, match="unknown assignment 'nope'"):
         main(["grade", "nope", "--source", str(course.source)])

@@ -98,13 +98,41 @@ def insert_header(path: Path, header: str | None) -> None:
     nbformat.write(nb, str(path))
 
 
+#: the id of the cell that tells students when a released assignment is due (release_to_exchange)
+DUE_CELL = "autograder-due-date"
+
+
+def with_due_date(release: Path, names: list[str], dues: dict, dest: Path) -> Path:
+    """A copy of `release` (the assignments `names`) in `dest`, each notebook of an assignment with
+    a due date in `dues` {name: aware datetime} opening with a cell that says it: nbgrader's
+    Assignment List shows students no due date (issue 47). A new, ungraded cell: no checksum of a
+    graded or locked cell changes."""
+    import nbformat
+
+    for a in names:
+        shutil.copytree(Path(release) / a, dest / a)
+        due = dues.get(a)
+        if due is None:
+            continue
+        for path in sorted((dest / a).glob("*.ipynb")):
+            nb = nbformat.read(str(path), as_version=4)
+            cell = nbformat.v4.new_markdown_cell(
+                f"**Due {due:%A %d %B %Y, %H:%M} UTC** ({due.isoformat()}). Hand in with the Assignment "
+                "List's *Submit* before then; an extension your instructor granted you moves it for you alone.")
+            cell.id = DUE_CELL
+            nb.cells = [c for c in nb.cells if c.get("id") != DUE_CELL]
+            nb.cells.insert(0, cell)
+            nbformat.write(nb, str(path))
+    return dest
+
+
 def release_to_exchange(names: list[str], exchange, release: Path = RELEASE, course_id: str = "roofline",
-                        source: Path = SOURCE) -> list:
+                        source: Path = SOURCE, dues: dict | None = None) -> list:
     """Release assignments to an nbgrader exchange (`nbgrader release_assignment`): a folder
     (<exchange>/<course_id>/outbound/<assignment>/, where students' `nbgrader fetch_assignment`
     finds them) or the plugin nbgrader's configuration selects (autograder.locate.PluginExchange:
     the hub's course service). The assignment is recorded in a throw-away gradebook (nbgrader
-    checks it)."""
+    checks it). `dues` {assignment: aware datetime}: each released notebook says its due date."""
     from nbgrader.apps import NbGraderAPI
 
     from autograder.locate import PluginExchange
@@ -115,6 +143,7 @@ def release_to_exchange(names: list[str], exchange, release: Path = RELEASE, cou
         exchange.mkdir(parents=True, exist_ok=True)
     out = []
     with tempfile.TemporaryDirectory(prefix="release-") as tmp:
+        release = with_due_date(release, names, dues or {}, Path(tmp) / "due-dated")
         c = nbgrader_config(Path(tmp), source=str(Path(source).resolve()), release=str(Path(release).resolve()))
         c.CourseDirectory.course_id = course_id
         if plugin is not None:
