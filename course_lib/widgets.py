@@ -379,3 +379,67 @@ def scaling_explorer(model="Llama3_70B", hardware=("H100", "H200", "A100", "H100
     True
     """
     return ScalingExplorer(model, hardware, chip=chip, tp=tp, batch=batch, prompt_tokens=prompt_tokens)
+
+
+class TrainingExplorer(_Explorer):
+    """``training_explorer``'s widget: data-parallel GPUs, batch per GPU; the chip."""
+
+    def __init__(self, model, hardware, chip=None, gpus=1, batch=32, optimizer="adam-mixed"):
+        from .training import TRAINING_BYTES_PER_PARAM
+
+        self.model = Models.get(model)
+        if optimizer not in TRAINING_BYTES_PER_PARAM:
+            raise CourseError(f"optimizer={optimizer!r}: expected one of {', '.join(sorted(TRAINING_BYTES_PER_PARAM))}.")
+        self.optimizer = optimizer
+        chips = self._chip_dropdown(hardware, chip)
+        super().__init__([
+            _slider([1, 2, 4, 8], gpus, "gpus", "GPUs (data parallel)", "GPUs"),
+            _slider([2 ** i for i in range(0, 10)], batch, "batch", "batch per GPU", "samples"),
+            chips,
+        ])
+
+    def _draw(self, ax):
+        from types import SimpleNamespace
+
+        from .training import data_parallel_step, state_bytes
+
+        gpus, batch, hw_name = (c.value for c in self.controls)
+        hw = self.hardware[hw_name]
+        ax.set_title(f"{self.model.name} training on {gpus}x {hw.short_name}: batch {batch} per GPU, "
+                     f"{self.optimizer}; per GPU", fontsize=10)
+        bound = data_parallel_step(self.model, hw, batch, gpus, self.optimizer, overlap=True)
+        step = bound["step"]
+        draw_roofline(ax, hw, step.precision, _points([(
+            "training step", SimpleNamespace(flops_si=step.flops, bytes_si=step.bytes, latency_si=step.seconds))]))
+        named = ""
+        if gpus > 1 and "nccl" in hw.allreduce_estimates:
+            nccl = data_parallel_step(self.model, hw, batch, gpus, self.optimizer, overlap=False, allreduce="nccl")
+            named = (f"<br>estimate (NCCL's measured latency, the AllReduce after the backward pass): step "
+                     f"{fmt_time(nccl['seconds'])}, {fmt_rate(nccl['samples_per_second'], 'samples/s')}")
+        held = state_bytes(self.model.parameters, self.optimizer)
+        fits = "fits" if held <= hw.memory_capacity_si else "does not fit"
+        backward = (f"max(backward {fmt_time(step.t_backward)}, gradient AllReduce {fmt_time(bound['t_allreduce'])} "
+                    f"of {fmt_bytes(bound['grad_bytes'])})" if gpus > 1 else
+                    f"backward {fmt_time(step.t_backward)} (one GPU: no AllReduce)")
+        return (f"bound: step <b>{fmt_time(bound['seconds'])}</b> = forward {fmt_time(step.t_forward)} + "
+                f"{backward} + update {fmt_time(step.t_update)} &middot; "
+                f"<b>{fmt_rate(bound['samples_per_second'], 'samples/s')}</b>, "
+                f"{fmt_rate(bound['samples_per_second'] / gpus, 'samples/s')} per GPU{named}"
+                f"<br>weights, gradients and optimizer state {fmt_bytes(held)} per GPU ({fits} in "
+                f"{fmt_bytes(hw.memory_capacity_si)}; activations not counted)"
+                f'<br><span style="color:#666">pure roofline: max(FLOPs/peak, bytes/bandwidth) per pass; '
+                f"no efficiency or overhead knobs</span>")
+
+
+def training_explorer(model="ResNet18", hardware=("A100", "V100", "H100"), *, chip=None, gpus=1, batch=32,
+                      optimizer="adam-mixed") -> TrainingExplorer:
+    """Data-parallel GPUs and batch-per-GPU sliders and a chip dropdown over
+    ``course_lib.training.data_parallel_step``: the training step on the chip's roofline, its
+    forward, backward and update times, the gradient AllReduce overlapped with the backward pass
+    (the bound) beside NCCL's measured latency added after it (an estimate), and samples/s.
+
+    >>> e = training_explorer(chip="A100", gpus=4, batch=16)
+    >>> "AllReduce" in e.numbers.value and "samples/s" in e.numbers.value
+    True
+    """
+    return TrainingExplorer(model, hardware, chip=chip, gpus=gpus, batch=batch, optimizer=optimizer)

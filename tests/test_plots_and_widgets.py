@@ -319,3 +319,20 @@ def test_scaling_explorer_shows_the_tensor_parallel_step_and_refuses_what_does_n
         for chip in e.controls[3].options:
             e.controls[3].value = chip
             assert not EXPONENT.search(e.numbers.value), e.numbers.value
+
+
+def test_training_explorer_follows_its_sliders_and_says_what_is_an_estimate():
+    from course_lib.widgets import training_explorer
+
+    e = training_explorer("ResNet50", ("V100", "H100"), chip="H100", gpus=1, batch=64)
+    one = e.numbers.value
+    assert "one GPU: no AllReduce" in one and "estimate" not in one and e.image.alt
+    e.controls[0].value = 8                       # eight GPUs: the AllReduce appears, overlapped and not
+    eight = e.numbers.value
+    assert "gradient AllReduce" in eight and "estimate (NCCL" in eight and eight != one
+    e.controls[2].value = e.controls[2].options[0]   # the V100: no NCCL figure of its own, no estimate
+    assert "V100" in e.image.alt and "estimate (NCCL" not in e.numbers.value
+    from course_lib.errors import CourseError
+
+    with pytest.raises(CourseError, match="optimizer"):
+        training_explorer(optimizer="lamb")
