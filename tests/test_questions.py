@@ -852,3 +852,57 @@ def test_the_readmes_lesson_table_says_what_is_learned_not_the_answers(monkeypat
             if re.search(phrase, row, re.I):
                 problems.append(f"lesson {folder}: the row states a finding ({phrase!r}): {row[:120]}...")
     assert not problems, "the README's lesson table states answers:\n" + "\n".join(problems)
+
+
+# ---- practice is practice (issue 45) -----------------------------------------------------------------
+@pytest.fixture
+def practice_copy(tmp_path, monkeypatch):
+    """This kernel as the public student repository's: solvers that hold no key, practice data
+    beside the package (`write` it), no course service; the record in a lesson's folder."""
+    import dataclasses
+    import json
+
+    from course_lib import ledger
+    from course_lib.exercises import predictions
+    from course_lib.questions import REGISTRY, key
+    from course_lib.questions import variants as V
+
+    monkeypatch.delenv(V.KEY_ENV, raising=False)
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    q = QUESTIONS["wall_q1"]
+    truth = key.solution_data(q.solution())
+    monkeypatch.setitem(REGISTRY, "wall_q1", dataclasses.replace(q, solve=lambda **g: key.held("wall_q1")))
+    monkeypatch.setattr(ledger, "advertised", lambda: None)
+    data = tmp_path / "practice.json"
+    monkeypatch.setattr(key, "PRACTICE_FILE", data)
+    here = tmp_path / "02_memory_wall"
+    here.mkdir()
+    monkeypatch.setattr(predictions, "_HERE", here)
+    predictions.commit("wall_q1", {"q1_speedup": 1.6}, "the bandwidth ratio")
+    return lambda entries: data.write_text(json.dumps({"wall_q1": truth} if entries else {})), here
+
+
+def test_a_practice_verify_without_its_truth_records_nothing(practice_copy):
+    """Practice data without the question's truth (or a student on other numbers): the verify
+    cell says so and records no reveal (issue 45: it printed "the reveal is recorded", then
+    "Truth not available")."""
+    from course_lib.exercises import predictions
+    from course_lib.questions import key, show
+
+    write, here = practice_copy
+    write(False)
+    with pytest.raises(key.KeyUnavailable, match="practice.*Nothing was recorded"):
+        show("wall_q1", namespace={"q1_speedup": 1.6})
+    assert "reveal" not in [e.get("kind") for e in predictions.load_record(here / predictions.RECORD_FILE)]
+
+
+def test_a_practice_verify_shows_the_practice_truth_and_says_it_is_practice(practice_copy, capsys):
+    from course_lib.exercises import predictions
+    from course_lib.questions import show
+    from course_lib.questions.core import PRACTICE_NOTE
+
+    write, here = practice_copy
+    write(True)
+    show("wall_q1", namespace={"q1_speedup": 1.6})
+    assert PRACTICE_NOTE in capsys.readouterr().out
+    assert "reveal" in [e.get("kind") for e in predictions.load_record(here / predictions.RECORD_FILE)]

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from .. import ledger
 from ..exercises import checks, predictions
 from ..exercises.answer_forms import Reason, Spec
 from ..exercises.misconceptions import CheckFailed
@@ -188,8 +189,9 @@ def show(qid: str, *, namespace: dict | None = None) -> None:
     q = get(qid)
     ns = namespace if namespace is not None else _caller_namespace(sys._getframe(1))
     _own_lesson(qid)
-    checks.reveal(qid)
     mine = variants.current(qid)                   # this student's own numbers
+    _practice_reachable(q, mine)                   # before the reveal is recorded: nothing logged for nothing shown
+    checks.reveal(qid)
     sol, lessons = _truth(q, mine)
     if sol.work is not None:
         sol.work()
@@ -244,10 +246,30 @@ def _truth(q: Question, mine: dict) -> tuple[Solution, Solution | None]:
     data = key.from_service(q.id, predictions.record_path().parent)
     if data is None and all(mine.get(k) == v for k, v in q.givens.items()):
         data = key.practice(q.id)
+        if data is not None:
+            print(PRACTICE_NOTE)
     if data is None:
         raise key.KeyUnavailable(f"{q.id}: the truth of your numbers is kept by the course service on your course's "
                                  "hub, and this kernel reaches none. Open the lesson on the hub to see it.")
     return key.solution_from(data)
+
+
+#: what a verify cell says where the truth comes from the practice data (the public student repository)
+PRACTICE_NOTE = ("Practice: no course hub here, so this is the lesson's own numbers' truth from the practice "
+                 "data, and this record is graded by no one (hand in from your course's hub).")
+
+
+def _practice_reachable(q: Question, mine: dict) -> None:
+    """In a practice copy (the public student repository: practice data beside the package, no
+    course service), raise KeyUnavailable before anything is recorded where no truth can be shown:
+    numbers other than the lesson's own, or a question without practice data."""
+    if not key.PRACTICE_FILE.exists() or ledger.advertised() is not None:
+        return
+    if all(mine.get(k) == v for k, v in q.givens.items()) and key.practice(q.id) is not None:
+        return
+    raise key.KeyUnavailable(f"{q.id}: this is practice (no course hub here), and the practice data holds only the "
+                             "lesson's own numbers' truths, not your numbers'. Nothing was recorded. Open the lesson "
+                             "on your course's hub to see your truth.")
 
 
 def _lessons_own(q: Question, mine: dict) -> Solution | None:
