@@ -50,8 +50,11 @@ ROOTFLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 # The venv's bin/ first on PATH: nbgrader's Formgrader runs `alembic` as a command to open its
 # gradebook, and fails with a 500 when it is not found.
+# PORT and IP pick the server's port and address (make lab PORT=8890 IP=0.0.0.0); unset, JupyterLab's own
+# defaults (8888, or the next free one; localhost)
 lab: $(STAMP)
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter lab $(ROOTFLAG) \
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/jupyter lab $(ROOTFLAG) $(if $(PORT),--ServerApp.port=$(PORT)) \
+		$(if $(IP),--ServerApp.ip=$(IP)) \
 		--ServerApp.contents_manager_class=course_lib.jupyter_contents.NotebookContentsManager notebooks/
 
 # Regenerate the student notebooks in notebooks/ from the nbgrader sources in solutions/.

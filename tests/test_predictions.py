@@ -217,6 +217,20 @@ def test_verify_after_a_revision_judges_the_committed_answer_and_says_so(record,
     assert "Your prediction holds" not in out
 
 
+def test_a_wrong_revision_of_a_right_commit_is_not_told_it_fails_either(record, capsys):
+    """After a correct commit, a wrong revision "does not match it" (issue 45: it said "either",
+    as if the committed answer had failed too); after a wrong commit, "either" stays."""
+    q1_speedup, q1_reasoning = 1.643, "The bandwidth ratio rules decode."
+    check_form("wall_q1", q1_speedup=Number(), q1_reasoning=Reason())
+    reveal("wall_q1")
+    q1_speedup = 3.0   # noqa: F841
+    check_form("wall_q1", q1_speedup=Number(), q1_reasoning=Reason())
+    capsys.readouterr()
+    assert verify("wall_q1", "q1_speedup", Number(rel_tol=0.02), 1.643, "The bandwidth ratio.") is True
+    out = capsys.readouterr().out
+    assert "(matches the truth); your revision, 3, does not match it, and earns no correctness points" in out, out
+    assert "either" not in out
+
 def test_a_restarted_kernel_is_told_to_rerun_its_answer_cells(record, capsys):
     q3_prediction = 256     # noqa: F841
     check_form("hello_q3", q3_prediction=Number())

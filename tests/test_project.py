@@ -96,3 +96,17 @@ def test_every_test_file_has_one_area_and_the_readme_lists_them():
     readme = (ROOT / "README.md").read_text()
     rows = re.findall(r"^\| `(\w+)` \| (.+?) \| ([\d.]+) \|$", readme, re.M)
     assert [(a, what) for a, what, _ in rows] == [(a, what) for a, (what, _) in areas.AREAS.items()]
+
+
+def test_make_lab_takes_a_port_and_an_address_and_the_readme_says_how():
+    """`make lab PORT=... IP=...` passes them to JupyterLab (a second server beside another, a
+    remote machine), and without them passes neither (JupyterLab's defaults); the README says how."""
+    import subprocess
+
+    root = Path(__file__).parents[1]
+    dry = lambda *a: subprocess.run(["make", "-n", "lab", *a], cwd=root,   # noqa: E731
+                                    capture_output=True, text=True, check=True).stdout
+    given, plain = dry("PORT=8890", "IP=0.0.0.0"), dry()
+    assert "--ServerApp.port=8890" in given and "--ServerApp.ip=0.0.0.0" in given
+    assert "--ServerApp.port" not in plain and "--ServerApp.ip" not in plain
+    assert "make lab PORT=" in (root / "README.md").read_text(encoding="utf-8")

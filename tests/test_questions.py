@@ -15,6 +15,13 @@
   significant digits or the answer's tolerance) or a regime or choice answer on a line that names
   its question's setting; and answering in order (the solution run, with both numbers), none
   shows above a question's verify cell (slow tier; the prose alone is checked in the fast tier);
+* nor does the kernel (issue 45): after that blank Run All, and after each question answered in
+  order and the cells below it run, no variable of the namespace (numbers, Quantities, arrays,
+  lists, dicts, dataclasses, strings and reprs) holds an answer not yet revealed, with the
+  lesson's own numbers and a student's variant: a cell computes what answers a question only
+  once its truth is shown (slow tier);
+* the README's lesson table says what each lesson teaches to predict, not the answers; a verify
+  cell of another lesson's question refuses, and a gate on one reads that lesson's record;
 * skipping every question as the header says (from the cell after its verify cell, Run Selected
   Cell and All Below) runs the rest of each lesson without an error (slow tier).
 """
@@ -23,11 +30,13 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+from pathlib import Path
 
 import pytest
 
 from course_lib.exercises.answer_forms import Choice, Number, Ratio, Reason, Regime
-from course_lib.questions import all_questions
+from course_lib.questions import all_questions, lesson_questions
+from course_lib.questions.registry import lessons
 from course_lib.exercises.question_ids import metadata as meta, question_of
 from lesson_questions import SOLUTIONS, strip_delimiters
 from autograder.authoring.cells import read_source
@@ -463,10 +472,11 @@ def read_ahead_leaks(nb, solution, in_order: bool = False) -> list[str]:
     return problems
 
 
-def run_blank(path, folder, nb=None):
+def run_blank(path, folder, nb=None, dump=None):
     """The release notebook `path` run top to bottom in a kernel with nothing answered, errors
     allowed (as Run All past the stops shows it), in a copy of its folder; the notebook run.
-    `nb`: run that notebook instead (such as the solution, every question answered)."""
+    `nb`: run that notebook instead (such as the solution, every question answered). `dump`: a
+    file to which the kernel's namespace is written at the end (tests/namespace_dump.py)."""
     import shutil
 
     import nbformat
@@ -475,9 +485,159 @@ def run_blank(path, folder, nb=None):
     work = folder / path.parent.name
     shutil.copytree(path.parent, work, ignore=shutil.ignore_patterns(".ipynb_checkpoints", ".predictions.jsonl"))
     nb = nb if nb is not None else nbformat.read(work / path.name, as_version=4)
+    if dump is not None:
+        nb.cells.append(_dump_cell(dump))
     NotebookClient(nb, timeout=240, kernel_name="python3", allow_errors=True, store_widget_state=True,
                    resources={"metadata": {"path": str(work)}}).execute()
+    if dump is not None:
+        nb.cells.pop()
     return nb
+
+
+# ---- the kernel's namespace (issue 45): what a scratch cell could print ------------------------------
+NAMESPACE_DUMP = Path(__file__).with_name("namespace_dump.py")
+#: how close a number in the kernel's namespace must be to an answer to count as holding it: an
+#: answer computed the lesson's way equals the truth to rounding; the question's own tolerance
+#: would match the lesson's many unrelated numbers (batches, sizes) by chance
+NAMESPACE_REL = 0.002
+
+
+def _dump_cell(out):
+    import nbformat
+
+    return nbformat.v4.new_code_cell(f"exec(open({str(NAMESPACE_DUMP)!r}).read())\n_ns_dump({str(out)!r})")
+
+
+def _answers(questions, solution):
+    """(question, answer name, spec, the truth in the spec's unit, in SI base units or None, words or None)."""
+    from course_lib import Q_
+    from course_lib.questions import variants as V
+
+    answers = []
+    for q in questions:
+        sol = solution(q)
+        if sol is None:
+            continue
+        g = {**q.givens, **V.current(q.id)}
+        for name in q.answer_names:
+            spec, value = q.specs[name], sol.truths[name].value
+            if isinstance(spec, Number):
+                truth = spec.read_truth(value)
+                si = None                # the truth as the library's *_si fields hold it (bytes, not pint's bits)
+                for target in ("s", "byte", "byte/s", "FLOP", "FLOP/s", "FLOP/byte") if spec.units else ():
+                    try:
+                        si = Q_(truth, spec.units).to(target).magnitude
+                        break
+                    except Exception:
+                        continue
+                answers.append((q, name, spec, truth, si, None))
+            else:
+                words = [rf"(?<![\w.-]){re.escape(str(value))}(?![\w-]|\.\d)"]
+                answers.append((q, name, spec, value, None, words + _setting_words(q.id, name, {**g, "truth": value})))
+    return answers
+
+
+def _prefix(nb) -> str:
+    return next(iter({meta(c).get("grade_id", "").split("_", 1)[0] for c in nb.cells} & DECLARED_PREFIXES))
+
+
+def _close(x: float, truth) -> bool:
+    return bool(truth) and abs(x / truth - 1) <= NAMESPACE_REL
+
+
+def namespace_leaks(dump_path, questions, solution, where: str) -> list[str]:
+    """The answers of `questions` (truths `solution(q)`'s) that a variable of the kernel's namespace
+    (as tests/namespace_dump.py wrote it) holds: a number equal to a numeric answer in its unit,
+    another unit of its dimension or SI base units (to NAMESPACE_REL; a number of two significant
+    digits or fewer is left out, as every lesson holds such knobs and givens), or a string or repr that
+    states a regime or choice answer with its question's setting, as read_ahead_leaks reads a line."""
+    import json
+
+    from course_lib import Q_
+
+    entries = json.loads(Path(dump_path).read_text())
+    problems = []
+    for q, name, spec, truth, si, words in _answers(questions, solution):
+        if words is not None:
+            options = spec.options if isinstance(spec, Choice) else ("memory-bound", "compute-bound")
+            for var, value, kind in entries:
+                if kind != "str" or len(value) < 30:   # a bare option ("memory-bound") says nothing of which setting
+                    continue
+                listed = sum(bool(re.search(rf"(?<![\w.-]){re.escape(str(o))}(?![\w-]|\.\d)", value))
+                             for o in options) > 1
+                if not listed and all(re.search(w, value, re.I) for w in words):
+                    problems.append(f"{where}: {q.id} {name} ({truth!r} with its setting) in {var} = {value[:160]!r}")
+            continue
+        if not truth:
+            continue
+        for var, value, unit in entries:
+            if unit == "str" or float(f"{value:.2g}") == value:   # a round number (0.5, 16, 300) is a knob or
+                continue                                        # a given, which the lessons hold by the dozen
+            if q.id in CONVERTS_A_GIVEN:      # the given itself, in another unit, is not the answer
+                hit = unit in (None, *ALIASES.get(spec.units, {spec.units})) and _close(value, truth)
+            elif unit is None:
+                hit = _close(value, truth) or (si is not None and _close(value, si))
+            else:
+                try:
+                    hit = _close(Q_(value, unit).to(spec.units or "").magnitude, truth)
+                except Exception:
+                    hit = False
+            if hit:
+                problems.append(f"{where}: {q.id} {name} ({truth:.4g} {spec.units or ''}) in the kernel: "
+                                f"{var} = {value:.6g} {unit or ''}")
+                break
+    return problems
+
+
+def _answer_cells(nb) -> dict[str, list[int]]:
+    """The code answer cells' indices of `nb`, by question, in the notebook's order."""
+    cells: dict[str, list[int]] = {}
+    for i, c in enumerate(nb.cells):
+        hit = re.match(r"^([a-z]+_q\d+[a-z]?)_(prediction|answer)$", meta(c).get("grade_id", ""))
+        if hit and c.cell_type == "code" and hit.group(1) in QUESTIONS:
+            cells.setdefault(hit.group(1), []).append(i)
+    return cells
+
+
+def prefix_namespace_leaks(path, source, folder, solution) -> list[str]:
+    """The release notebook `path` as a student works it in one kernel: Run All with nothing
+    answered (errors allowed), then each question in order answered with the solution's answer
+    (`source`) and run from its answer cell to the end (Run Selected Cell and All Below); after
+    each pass, the namespace searched for every answer not yet revealed (namespace_leaks)."""
+    import shutil
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    work = folder / path.parent.name
+    shutil.copytree(path.parent, work, ignore=shutil.ignore_patterns(".ipynb_checkpoints", ".predictions.jsonl"))
+    nb = nbformat.read(work / path.name, as_version=4)
+    solved = {meta(c).get("grade_id"): c.source for c in read_source(source).cells}
+    order = list(_answer_cells(nb).items())
+    prefix = {meta(c).get("grade_id", "").split("_", 1)[0] for c in nb.cells} & DECLARED_PREFIXES
+    lesson_qs = [q for qid, q in QUESTIONS.items() if qid.split("_", 1)[0] in prefix]
+    client = NotebookClient(nb, timeout=240, kernel_name="python3", allow_errors=True,
+                            resources={"metadata": {"path": str(work)}})
+    problems = []
+    with client.setup_kernel():
+        start = 0
+        for k in range(len(order) + 1):
+            if k:
+                qid, idxs = order[k - 1]
+                for i in idxs:
+                    nb.cells[i].source = solved[meta(nb.cells[i]).get("grade_id")]
+                start = idxs[0]
+            for i in range(start, len(nb.cells)):
+                if nb.cells[i].cell_type == "code":
+                    client.execute_cell(nb.cells[i], i)
+            dump = work / f".namespace{k}.json"
+            nb.cells.append(_dump_cell(dump))          # nbclient writes a cell's outputs into the notebook
+            client.execute_cell(nb.cells[-1], len(nb.cells) - 1)
+            nb.cells.pop()
+            done = {q for q, _ in order[:k]}
+            where = "Run All, nothing answered" if not k else f"answered through {order[k - 1][0]}, then run below"
+            problems += namespace_leaks(dump, [q for q in lesson_qs if q.id not in done], solution, where)
+    return problems
 
 
 @pytest.fixture(scope="module")
@@ -506,8 +666,10 @@ def test_reading_ahead_shows_no_answer(lesson, variant, tmp_path, monkeypatch, _
     variant (where the lesson has variants: its figures, tables and explorers show that
     student's numbers, and none of their answers early). And the solution run, every question
     answered in order: nothing shows a question's answer above its verify cell (what a cell
-    unlocks for one question does not give a later one away). Lesson 5 measures quickly
-    ($COURSE_LIB_MEASURE=quick)."""
+    unlocks for one question does not give a later one away). The kernel too (issue 45): after
+    the blank run, and, in the cases that answer in order, after each prefix of answered questions
+    with the cells below it run in one kernel, no variable holds an answer not yet revealed
+    (namespace_leaks). Lesson 5 measures quickly ($COURSE_LIB_MEASURE=quick)."""
     from course_lib.questions import variants as V
 
     path = RELEASED[lesson]
@@ -528,9 +690,15 @@ def test_reading_ahead_shows_no_answer(lesson, variant, tmp_path, monkeypatch, _
         problems = read_ahead_leaks(nb, lambda q: q.solution(**V.current(q.id)), in_order=True)
         assert not problems, (f"{lesson}, {variant}: {len(problems)} answers on screen above their "
                               "verify cell:\n" + "\n".join(problems))
+        problems = prefix_namespace_leaks(path, source, tmp_path / "prefixes", lambda q: q.solution(**V.current(q.id)))
+        assert not problems, (f"{lesson}, {variant}: {len(problems)} answers in the kernel before their truth "
+                              "is shown:\n" + "\n".join(problems))
         return
-    nb = run_blank(path, tmp_path)             # the kernel inherits the environment set here
+    dump = tmp_path / "namespace.json"
+    nb = run_blank(path, tmp_path, dump=dump)             # the kernel inherits the environment set here
     problems = read_ahead_leaks(nb, lambda q: q.solution(**V.current(q.id)))
+    problems += namespace_leaks(dump, [q for qid, q in QUESTIONS.items() if qid.split("_", 1)[0] == _prefix(nb)],
+                                lambda q: q.solution(**V.current(q.id)), "Run All, nothing answered")
     assert not problems, (f"{lesson}, run blank with {variant}: {len(problems)} answers on screen before "
                           "their truth is shown:\n" + "\n".join(problems))
 
@@ -605,3 +773,136 @@ def test_skipping_every_question_runs_the_rest_of_the_lesson(lesson, tmp_path, m
         pytest.fail(f"{lesson}, every question skipped: a cell after a skipped question fails:\n{str(e)[-1500:]}")
     assert any("shown here once" in o.get("text", "") for c in nb.cells for o in c.get("outputs", [])), \
         f"{lesson}: nothing said what waits for a question's truth"
+
+
+# ---- a reveal belongs to its lesson (issue 45) -------------------------------------------------------
+def test_a_verify_cell_of_another_lessons_question_refuses(tmp_path, monkeypatch):
+    """In lesson 6's folder, show("hello_q6") of lesson 1 refuses, saying where its truth is shown,
+    and records nothing: the reveal would sit in lesson 6's record, where nothing grades it, while
+    lesson 1's record shows nothing. Its own lesson's questions still reveal there."""
+    from course_lib.exercises import predictions
+    from course_lib.questions import OtherLesson, show
+    from course_lib.questions import variants as V
+
+    monkeypatch.delenv(V.KEY_ENV, raising=False)
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    here = tmp_path / "06_scaling_out"
+    here.mkdir()
+    monkeypatch.setattr(predictions, "_HERE", here)
+    predictions.commit("hello_q6", {"q6_limit": 150.0}, "a dummy commit")
+    with pytest.raises(OtherLesson, match=r"hello_q6 is a question of lesson 01_hello_roofline.*verify cell"):
+        show("hello_q6", namespace={"q6_limit": 150.0})
+    kinds = [e.get("kind") for e in predictions.load_record(here / predictions.RECORD_FILE)]
+    assert "reveal" not in kinds, kinds
+
+
+def test_a_gate_on_another_lessons_question_reads_that_lessons_record(tmp_path, monkeypatch, capsys):
+    """after("wall_q6") in lesson 4's folder waits until lesson 2's record, in its sibling
+    folder, holds Q6's reveal, and says the question is lesson 2's."""
+    from course_lib.exercises import predictions
+    from course_lib.questions import after
+
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    four, two = tmp_path / "04_quantization", tmp_path / "02_memory_wall"
+    four.mkdir()
+    two.mkdir()
+    monkeypatch.setattr(predictions, "_HERE", four)
+    assert not after("wall_q6", what="The reality check")
+    assert "lesson 2's Q6" in capsys.readouterr().out
+    monkeypatch.setattr(predictions, "_HERE", two)
+    predictions.commit("wall_q6", {"q6_fraction": 0.7}, None)
+    predictions.reveal("wall_q6")
+    monkeypatch.setattr(predictions, "_HERE", four)
+    assert after("wall_q6", what="The reality check")
+
+
+# ---- no text gives a question away (issue 45) --------------------------------------------------------
+#: what a row of the README's lesson table must not say: a regime (the answer of a regime question),
+#: which ratio rules (lesson 2's Q1), the limit's formula (lesson 1's Q6)
+STATED_FINDINGS = [r"\b(?:memory|compute|latency|bandwidth)-bound\b", r"\bby the \w+ ratio\b", r"F\s*/\s*S_act"]
+
+
+def test_the_readmes_lesson_table_says_what_is_learned_not_the_answers(monkeypatch):
+    """The README's table of lessons, searched as the read-ahead test searches a notebook's text
+    (every question's answer, with the lesson's own numbers): it names what each lesson teaches
+    to predict, never what the prediction turns out to be."""
+    import nbformat
+
+    from course_lib import measure
+    from course_lib.measure.result import example
+    from course_lib.questions import variants as V
+
+    monkeypatch.delenv(V.KEY_ENV, raising=False)
+    monkeypatch.setattr(measure, "this_machine", lambda *a, **k: example())     # no measuring here
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    table = re.search(r"(?ms)^## The lessons.*?\n(\|.*?)\n\n", readme).group(1)
+    rows = [r for r in table.splitlines() if re.match(r"\|\s*\d+\s*\|", r)]
+    assert len(rows) == len(RELEASED), "the README's table has a row per lesson"
+    problems = []
+    for row in rows:
+        folder = re.search(r"`(\d\d_[a-z_]+)/", row).group(1)
+        prefix = next(p for p, l in lessons().items() if l.assignment == folder)
+        # the row as a markdown cell of a notebook whose cells name its lesson's questions
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(row.replace("|", " . "))])
+        nb.cells.append(nbformat.v4.new_code_cell("", metadata={"nbgrader": {"grade_id": f"{prefix}_q1_verify"}}))
+        problems += [f"lesson {folder}: {p}" for p in read_ahead_leaks(nb, _unmeasured_solution)]
+        # a regime or a formula stated as the lesson's finding: the answers of lesson 1's Q4, Q6, Q7,
+        # lesson 2's Q1, lesson 3's Q1 and lesson 6's Q3 were worded so before (issue 45)
+        for phrase in STATED_FINDINGS:
+            if re.search(phrase, row, re.I):
+                problems.append(f"lesson {folder}: the row states a finding ({phrase!r}): {row[:120]}...")
+    assert not problems, "the README's lesson table states answers:\n" + "\n".join(problems)
+
+
+# ---- practice is practice (issue 45) -----------------------------------------------------------------
+@pytest.fixture
+def practice_copy(tmp_path, monkeypatch):
+    """This kernel as the public student repository's: solvers that hold no key, practice data
+    beside the package (`write` it), no course service; the record in a lesson's folder."""
+    import dataclasses
+    import json
+
+    from course_lib import ledger
+    from course_lib.exercises import predictions
+    from course_lib.questions import REGISTRY, key
+    from course_lib.questions import variants as V
+
+    monkeypatch.delenv(V.KEY_ENV, raising=False)
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    q = QUESTIONS["wall_q1"]
+    truth = key.solution_data(q.solution())
+    monkeypatch.setitem(REGISTRY, "wall_q1", dataclasses.replace(q, solve=lambda **g: key.held("wall_q1")))
+    monkeypatch.setattr(ledger, "advertised", lambda: None)
+    data = tmp_path / "practice.json"
+    monkeypatch.setattr(key, "PRACTICE_FILE", data)
+    here = tmp_path / "02_memory_wall"
+    here.mkdir()
+    monkeypatch.setattr(predictions, "_HERE", here)
+    predictions.commit("wall_q1", {"q1_speedup": 1.6}, "the bandwidth ratio")
+    return lambda entries: data.write_text(json.dumps({"wall_q1": truth} if entries else {})), here
+
+
+def test_a_practice_verify_without_its_truth_records_nothing(practice_copy):
+    """Practice data without the question's truth (or a student on other numbers): the verify
+    cell says so and records no reveal (issue 45: it printed "the reveal is recorded", then
+    "Truth not available")."""
+    from course_lib.exercises import predictions
+    from course_lib.questions import key, show
+
+    write, here = practice_copy
+    write(False)
+    with pytest.raises(key.KeyUnavailable, match="practice.*Nothing was recorded"):
+        show("wall_q1", namespace={"q1_speedup": 1.6})
+    assert "reveal" not in [e.get("kind") for e in predictions.load_record(here / predictions.RECORD_FILE)]
+
+
+def test_a_practice_verify_shows_the_practice_truth_and_says_it_is_practice(practice_copy, capsys):
+    from course_lib.exercises import predictions
+    from course_lib.questions import show
+    from course_lib.questions.core import PRACTICE_NOTE
+
+    write, here = practice_copy
+    write(True)
+    show("wall_q1", namespace={"q1_speedup": 1.6})
+    assert PRACTICE_NOTE in capsys.readouterr().out
+    assert "reveal" in [e.get("kind") for e in predictions.load_record(here / predictions.RECORD_FILE)]

@@ -174,6 +174,12 @@ def _points(nb) -> list[str]:
     return []
 
 
+def _declared() -> set[str]:
+    from course_lib.questions import all_questions
+
+    return set(all_questions())
+
+
 def _question_arguments(nb) -> list[str]:
     known = {question_of(cell_id(c)) for c in nb.cells} - {None}
     committed = {question_of(g) for g in _test_cells(nb) if g.endswith("_form")}   # a form check commits
@@ -187,6 +193,8 @@ def _question_arguments(nb) -> list[str]:
         revealed = {q for f, q, _ in calls if f in ("reveal", "show")}    # show() reveals first
         where = f"cell {gid}" if gid else f"a cell ({c.source.strip()[:40]!r})"
         for f, q, line in calls:
+            if q not in known and f in ("after", "revealed") and q in _declared():
+                continue        # only reads another lesson's record (lesson 4 showing lesson 2's Q6 once revealed there)
             if q not in known:
                 problems.append(f"{where} line {line}: {f}({q!r}) names no question of this notebook "
                                 f"(its questions: {', '.join(sorted(known))})")

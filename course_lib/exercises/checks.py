@@ -341,7 +341,7 @@ def verify(question: str, name: str, spec: Spec, truth, explanation: str = "", *
         holds = _judge(spec, value, t, None)[1]
         print(f"You committed {g_shown} at {when[:5]} UTC ({'matches' if right else 'differs from'} the truth); "
               f"your revision, {_judge(spec, value, t, None)[0]}, "
-              f"{'matches it, but earns' if holds else 'does not match it either, and earns'} no "
+              f"{'matches it, but earns' if holds else 'does not match it' + ('' if right else ' either') + ', and earns'} no "
               f"correctness points: {_label(question)} is graded on the answer committed before the truth was shown.")
     return right
 

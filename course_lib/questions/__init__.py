@@ -6,7 +6,7 @@ hidden test and the verify cell of a question all read its declaration here.
 'prediction'
 """
 from ..exercises import declared as _declared
-from .core import (REGISTRY, RULES, Question, Solution, Truth, after, check_form, get, grade,
+from .core import (REGISTRY, RULES, OtherLesson, Question, Solution, Truth, after, check_form, get, grade,
                    lesson_module, lesson_questions, question, revealed, show, takeaways)
 from .variants import givens, set_student, student_key
 from .variants import recorded as _recorded
@@ -14,7 +14,7 @@ from .variants import current as variant
 
 __all__ = ["REGISTRY", "RULES", "Question", "Solution", "Truth", "check_form", "get", "grade",
            "lesson_module", "lesson_questions", "question", "show", "takeaways", "all_questions",
-           "after", "revealed",
+           "after", "revealed", "OtherLesson",
            "givens", "set_student", "student_key", "variant"]
 
 

@@ -30,17 +30,19 @@ from __future__ import annotations
 import importlib
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
+from .. import ledger
 from ..exercises import checks, predictions
 from ..exercises.answer_forms import Reason, Spec
 from ..exercises.misconceptions import CheckFailed
 from . import key, variants
-from .registry import REGISTRY, get, lesson_module, question_order
+from .registry import REGISTRY, get, lesson_module, lessons, question_order
 from .solution import Solution, Truth
 
 __all__ = ["Question", "Solution", "Truth", "question", "get", "REGISTRY", "RULES", "takeaways", "lesson_questions",
-           "check_form", "grade", "show", "lesson_module", "revealed", "after"]
+           "check_form", "grade", "show", "lesson_module", "revealed", "after", "OtherLesson"]
 
 #: how a question is graded; each heading says which (and so does the form check's receipt)
 RULES = {
@@ -186,8 +188,10 @@ def show(qid: str, *, namespace: dict | None = None) -> None:
     __tracebackhide__ = True
     q = get(qid)
     ns = namespace if namespace is not None else _caller_namespace(sys._getframe(1))
-    checks.reveal(qid)
+    _own_lesson(qid)
     mine = variants.current(qid)                   # this student's own numbers
+    _practice_reachable(q, mine)                   # before the reveal is recorded: nothing logged for nothing shown
+    checks.reveal(qid)
     sol, lessons = _truth(q, mine)
     if sol.work is not None:
         sol.work()
@@ -196,6 +200,39 @@ def show(qid: str, *, namespace: dict | None = None) -> None:
         t = sol.truths[name]
         checks.verify(qid, name, q.specs[name], t.value, t.explanation, mistakes=_mistakes(lessons, name, t),
                       namespace=ns)
+
+
+class OtherLesson(RuntimeError):
+    """A verify cell of another lesson's question: its reveal belongs to that lesson's record."""
+
+
+def _lesson_here() -> str | None:
+    """The prefix of the lesson whose notebook this kernel runs (the record's folder is that
+    lesson's folder), or None in a folder of no lesson's name (a scratch notebook, a test)."""
+    folder = predictions.record_path().parent.name
+    return next((prefix for prefix, lesson in lessons().items() if lesson.assignment == folder), None)
+
+
+def _own_lesson(qid: str) -> None:
+    """Refuse to reveal another lesson's question here: its reveal would be logged in this
+    lesson's record, where nothing grades it, while its own lesson's record shows nothing."""
+    here = _lesson_here()
+    prefix = qid.split("_", 1)[0]
+    if here is not None and prefix != here:
+        raise OtherLesson(f"{qid} is a question of lesson {lessons()[prefix].assignment}: its truth is shown by the "
+                          f"verify cell in that lesson's notebook, where its reveal is recorded and graded. "
+                          f"This notebook is lesson {lessons()[here].assignment}'s.")
+
+
+def _record_of(qid: str) -> Path:
+    """The record that holds `qid`'s reveal: this notebook's, or, for another lesson's question
+    asked from a lesson's notebook (a cell that shows lesson 2's Q6 in lesson 4), that lesson's
+    record in its sibling folder."""
+    here_path = predictions.record_path()
+    here, prefix = _lesson_here(), qid.split("_", 1)[0]
+    if here is None or prefix == here:
+        return here_path
+    return here_path.parent.parent / lessons()[prefix].assignment / here_path.name
 
 
 def _truth(q: Question, mine: dict) -> tuple[Solution, Solution | None]:
@@ -209,10 +246,30 @@ def _truth(q: Question, mine: dict) -> tuple[Solution, Solution | None]:
     data = key.from_service(q.id, predictions.record_path().parent)
     if data is None and all(mine.get(k) == v for k, v in q.givens.items()):
         data = key.practice(q.id)
+        if data is not None:
+            print(PRACTICE_NOTE)
     if data is None:
         raise key.KeyUnavailable(f"{q.id}: the truth of your numbers is kept by the course service on your course's "
                                  "hub, and this kernel reaches none. Open the lesson on the hub to see it.")
     return key.solution_from(data)
+
+
+#: what a verify cell says where the truth comes from the practice data (the public student repository)
+PRACTICE_NOTE = ("Practice: no course hub here, so this is the lesson's own numbers' truth from the practice "
+                 "data, and this record is graded by no one (hand in from your course's hub).")
+
+
+def _practice_reachable(q: Question, mine: dict) -> None:
+    """In a practice copy (the public student repository: practice data beside the package, no
+    course service), raise KeyUnavailable before anything is recorded where no truth can be shown:
+    numbers other than the lesson's own, or a question without practice data."""
+    if not key.PRACTICE_FILE.exists() or ledger.advertised() is not None:
+        return
+    if all(mine.get(k) == v for k, v in q.givens.items()) and key.practice(q.id) is not None:
+        return
+    raise key.KeyUnavailable(f"{q.id}: this is practice (no course hub here), and the practice data holds only the "
+                             "lesson's own numbers' truths, not your numbers'. Nothing was recorded. Open the lesson "
+                             "on your course's hub to see your truth.")
 
 
 def _lessons_own(q: Question, mine: dict) -> Solution | None:
@@ -235,14 +292,17 @@ def lesson_questions(prefix: str) -> list[Question]:
 def _pending(qids) -> list[str]:
     """Of the questions `qids`, those whose truth this student has not been shown yet, each as
     "Q4 (not committed yet)" or "Q4 (committed, its verify cell not run yet)"."""
-    events = predictions.load_record(predictions.record_path())
     pending = []
     for qid in qids:
         get(qid)
+        events = predictions.load_record(_record_of(qid))
         kinds = {e.get("kind") for e in predictions.question_events(events, qid)}
         if "reveal" not in kinds:
             label = qid.split("_", 1)[1].upper()
             state = "not committed yet" if not kinds & {"commit", "revise"} else "committed, its verify cell not run yet"
+            if _record_of(qid) != predictions.record_path():
+                label, state = f"lesson {lessons()[qid.split('_', 1)[0]].assignment[:2].lstrip('0')}'s {label}", \
+                    f"{state}, in that lesson's notebook"
             pending.append(f"{label} ({state})")
     return pending
 
@@ -263,7 +323,7 @@ def after(*qids: str, what: str = "What this cell shows") -> bool:
     that states an answer only ``if after("hello_q4", what="The roofline picture"):``."""
     pending = _pending(qids)
     if pending:
-        names = [q.split(" ")[0] for q in pending]
+        names = [q.split(" (")[0] for q in pending]
         truth = f"{names[0]}'s truth has" if len(names) == 1 else f"the truths of {_and(names)} have"
         print(f"{what}: {WAITING} {truth} been shown. Still to do: {', '.join(pending)}. "
               "Then run this cell again.")

@@ -4,7 +4,8 @@ The hidden tests grade against the machine that runs them (the grader's, or the 
 tests), so every wrong answer below is wrong on any CPU: the regimes and ridges are far from the
 line on every laptop, server or cloud CPU, and the cache levels are settled by the sizes the OS
 reports. Where a mistake's answer depends on those sizes, the source computes it as the student
-would from the printed sizes (``cache_level_of`` is imported by the setup cell).
+would from the printed sizes (with ``cache_level_of``, which the setup cell no longer imports: it
+answers Q4, issue 45).
 """
 
 MISTAKES = {
@@ -33,7 +34,8 @@ MISTAKES = {
         ("data-in-dram", 'q4_small_level = "DRAM"\n'
                          'q4_large_level = "DRAM"\n'
                          'q4_reasoning = "Both arrays are allocated in main memory, so that is where the kernel reads them."\n'),
-        ("unit-prefix", 'q4_small_level = "L1"\n'
+        ("unit-prefix", 'from course_lib.measure import cache_level_of\n'
+                        'q4_small_level = "L1"\n'
                         'q4_large_level = cache_level_of(2**20)    # "1 GiB" compared with the caches as 1 MiB\n'
                         'q4_reasoning = "16 KiB fits in L1; 1 GiB, next to the cache sizes printed in MiB, fits a cache too."\n'),
     ],
