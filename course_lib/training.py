@@ -165,7 +165,7 @@ def train_step(model, hardware, batch_size: int, optimizer: str = "adam-mixed") 
     >>> s.bottleneck, round(s.flops / s.forward_flops, 6)       # fp16: its activations' bytes rule
     ('memory', 3.0)
     """
-    from . import solve
+    from .roofline import solve
 
     precision = COMPUTE_PRECISION[_check(optimizer)]
     fwd = solve(model, hardware, batch_size=batch_size, precision=precision)
@@ -275,7 +275,7 @@ def peak_of(key: str) -> float:
     (bf16's is the same on these chips), or CHIP_PEAKS for one the zoo lacks."""
     if key in CHIP_PEAKS:
         return CHIP_PEAKS[key][0]
-    from . import Hardware
+    from .hardware import Hardware
 
     return Hardware.get(key).peak_flops_si("fp16")
 
