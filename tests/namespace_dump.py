@@ -1,7 +1,10 @@
 """Run in a lesson's kernel by tests/test_questions.py (the read-ahead test): every variable of the
 kernel's namespace walked (numbers, pint Quantities, arrays, lists, dicts, dataclasses and objects'
 attributes, strings and reprs) and written to a JSON file as [name, value, unit or None or "str"], so
-the test can search it for answers not yet revealed. Names that start with "_" are the kernel's own."""
+the test can search it for answers not yet revealed. Names that start with "_" are the kernel's own.
+A measurement's run-to-run spread (course_lib.measure's `spread`, (max - min) / median of its
+repeats) is this machine's noise, no figure a question asks: it is random and may land on any
+answer (0.1249 beside lesson 5's 0.125 FLOP/byte), so it is left out."""
 def _ns_dump(path):
     import dataclasses, json, numbers, types
     import numpy as _np
@@ -50,7 +53,7 @@ def _ns_dump(path):
                   else getattr(v, "__dict__", None))
         if isinstance(fields, dict):
             for k, x in fields.items():
-                if not k.startswith("__"): walk(f"{name}.{k}", x, depth + 1)
+                if not k.startswith("__") and k != "spread": walk(f"{name}.{k}", x, depth + 1)
     for k, v in list(globals().items()):
         if not k.startswith("_") and k not in ("In", "Out", "exit", "quit", "get_ipython"):
             walk(k, v, 0)

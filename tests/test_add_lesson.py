@@ -16,10 +16,10 @@ import pytest
 
 from test_add_question import REPO, _run
 
-A, NB, PREFIX = "07_tiny", "tiny", "tiny"
+A, NB, PREFIX = "99_tiny", "tiny", "tiny"      # after every lesson of the course
 
 MODULE = textwrap.dedent('''\
-    """Lesson 7, "Tiny": its graded question (``tiny_q1``)."""
+    """Lesson 99, "Tiny": its graded question (``tiny_q1``)."""
     from __future__ import annotations
 
     from ..exercises.answer_forms import Number
@@ -27,7 +27,7 @@ MODULE = textwrap.dedent('''\
     from .registry import Lesson
 
     #: one question, no reflection: the bars are the lesson's own
-    LESSON = Lesson("07_tiny", min_hidden_tests=1, min_reflections=0, min_robust_checks=0,
+    LESSON = Lesson("99_tiny", min_hidden_tests=1, min_reflections=0, min_robust_checks=0,
                     every_question_varies=True)
 
 
@@ -82,7 +82,7 @@ def _add_lesson(course: Path) -> None:
     nb = nbformat.v4.new_notebook()
     nb.metadata = {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
                    "language_info": {"name": "python"}}
-    title = nbformat.v4.new_markdown_cell("# Lesson 7 · Tiny\n\nOne question, predicted by hand.")
+    title = nbformat.v4.new_markdown_cell("# Lesson 99 · Tiny\n\nOne question, predicted by hand.")
     heading = nbformat.v4.new_markdown_cell("### Q1 · Your chip's ridge point (3 points)\n\n"
                                             "*By hand.* Compute the ridge point of the chip printed below.")
     answer = nbformat.v4.new_code_cell(SOLUTION)
@@ -91,7 +91,7 @@ def _add_lesson(course: Path) -> None:
     (course / "solutions" / A).mkdir()
     nbformat.write(nb, str(course / "solutions" / A / f"{NB}.ipynb"))
     (course / "tests" / "answers" / f"a{A}.py").write_text(
-        '"""Classic mistakes for lesson 7, "Tiny" (see a01_hello_roofline.py for the format)."""\n\n'
+        '"""Classic mistakes for lesson 99, "Tiny" (see a01_hello_roofline.py for the format)."""\n\n'
         "MISTAKES = {\n"
         '    "tiny_q1_answer": [\n'
         '        ("inverted-ratio", "from course_lib import Hardware\\n"\n'
@@ -115,7 +115,8 @@ def course(tmp_path_factory):
 def test_the_registry_finds_the_lesson_from_its_module_alone(course):
     r = _run(course, "-c", "from course_lib.questions.registry import lessons; print(list(lessons()))")
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout.strip().replace("'", '"'))[-1] == PREFIX
+    found = json.loads(r.stdout.strip().replace("'", '"'))
+    assert found[-1] == PREFIX and len(found) == len(set(found))      # in course order: its folder is the last
 
 
 def test_the_per_lesson_tests_run_on_it(course):

@@ -497,9 +497,10 @@ def run_blank(path, folder, nb=None, dump=None):
 # ---- the kernel's namespace (issue 45): what a scratch cell could print ------------------------------
 NAMESPACE_DUMP = Path(__file__).with_name("namespace_dump.py")
 #: how close a number in the kernel's namespace must be to an answer to count as holding it: an
-#: answer computed the lesson's way equals the truth to rounding; the question's own tolerance
-#: would match the lesson's many unrelated numbers (batches, sizes) by chance
-NAMESPACE_REL = 0.002
+#: answer computed the lesson's way equals the truth to rounding; anything looser matches by chance
+#: the lesson's many unrelated numbers (batches, sizes) and, in lesson 5, the measurement's random
+#: figures (a timing of 0.1249 s beside a 0.125 FLOP/byte answer)
+NAMESPACE_REL = 1e-6
 
 
 def _dump_cell(out):
