@@ -430,23 +430,10 @@ def read_ahead_leaks(nb, solution, in_order: bool = False) -> list[str]:
     `solution(question)`'s (None: that question is left out). A blank run (nothing committed)
     reveals nothing; `in_order`: the questions were answered in order, so each one's truth is
     shown from its verify cell on (and its own answer is on screen in its own cells)."""
-    from course_lib.questions import variants as V
-
     prefix = {meta(c).get("grade_id", "").split("_", 1)[0] for c in nb.cells} & DECLARED_PREFIXES
     questions = [q for qid, q in QUESTIONS.items() if qid.split("_", 1)[0] in prefix]
-    answers = []
-    for q in questions:
-        sol = solution(q)
-        if sol is None:
-            continue
-        g = {**q.givens, **V.current(q.id)}
-        for name in q.answer_names:
-            spec, value = q.specs[name], sol.truths[name].value
-            if isinstance(spec, Number):
-                answers.append((q, name, spec, spec.read_truth(value), None))
-            else:
-                words = [rf"(?<![\w.-]){re.escape(str(value))}(?![\w-]|\.\d)"]
-                answers.append((q, name, spec, value, words + _setting_words(q.id, name, {**g, "truth": value})))
+    # the namespace search's answers, without their SI form (a page shows numbers in their units)
+    answers = [(q, name, spec, truth, words) for q, name, spec, truth, _, words in _answers(questions, solution)]
     problems = []
     verify_at = {question_of(meta(c).get("grade_id", "")): i for i, c in enumerate(nb.cells)
                  if meta(c).get("grade_id", "").endswith("_verify")}
